@@ -1,0 +1,300 @@
+"""Every error contractsdk raises on purpose.
+
+The hierarchy::
+
+    ContractSDKError                    root: nothing the SDK raises on purpose is outside it
+    ├── ConfigurationError (ValueError) bad client settings or arguments, raised before any I/O
+    ├── TransportError                  no usable HTTP response
+    │   ├── ConnectError                the request was NOT sent: safe to retry for any method
+    │   ├── ConnectTimeoutError         (also TimeoutError) the connection was never made
+    │   ├── ReadTimeoutError            (also TimeoutError) sent, but no answer in time:
+    │   │                               the request MAY have been processed
+    │   └── ReadError                   the connection dropped mid-response: MAY have been processed
+    ├── APIError                        the service answered with an error status
+    │   ├── BadRequestError             400
+    │   ├── AuthenticationError         401, and a token endpoint that failed
+    │   │   └── TokenRequestError       the OAuth token request itself failed
+    │   ├── PermissionDeniedError       403
+    │   ├── NotFoundError               404
+    │   ├── ConflictError               409
+    │   ├── UnprocessableEntityError    422
+    │   ├── RateLimitError              429, with ``.retry_after``
+    │   └── ServerError                 5xx
+    ├── ResponseValidationError         a 2xx body that could not be read into a model
+    ├── TermValidationError (ValueError) contract values that break the template's terms;
+    │                                   raised before anything is sent
+    └── RateLimiterTimeoutError         (also TimeoutError) the limiter could not grant a
+                                        request within the caller's ``timeout``
+
+Errors carry the request's method and URL path, never its headers, so an API key or token
+cannot reach a log through an exception. Every error pickles (``__reduce__`` below), because
+job runners and process pools send exceptions between processes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .validation import TermProblem
+
+__all__ = [
+    "ContractSDKError",
+    "ConfigurationError",
+    "TransportError",
+    "ConnectError",
+    "ConnectTimeoutError",
+    "ReadTimeoutError",
+    "ReadError",
+    "APIError",
+    "BadRequestError",
+    "AuthenticationError",
+    "TokenRequestError",
+    "PermissionDeniedError",
+    "NotFoundError",
+    "ConflictError",
+    "UnprocessableEntityError",
+    "RateLimitError",
+    "ServerError",
+    "ResponseValidationError",
+    "TermValidationError",
+    "RateLimiterTimeoutError",
+]
+
+
+def _rebuild(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
+class ContractSDKError(Exception):
+    """Base class of every error contractsdk raises on purpose.
+
+    Attributes:
+        attempts: How many attempts the failed call made (1 when it was not retried).
+    """
+
+    attempts: int = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+    @property
+    def message(self) -> str:
+        """The human-readable message, as ``str(error)`` shows it."""
+        return str(self.args[0]) if self.args else ""
+
+    def __str__(self) -> str:
+        text = self.message
+        if self.attempts > 1:
+            text += f" (after {self.attempts} attempts)"
+        return text
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keyword-only constructors do not survive the default pickling; rebuild from state.
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+
+
+class ConfigurationError(ContractSDKError, ValueError):
+    """The client's settings or a call's arguments are wrong; nothing was sent."""
+
+
+class TransportError(ContractSDKError):
+    """No usable HTTP response arrived.
+
+    Attributes:
+        method: The HTTP method of the request.
+        url: The request URL, without its query string.
+        outcome_unknown: True when the request may have reached the service and been
+            processed, so retrying a non-idempotent call could repeat it.
+    """
+
+    outcome_unknown: bool = False
+
+    def __init__(self, message: str, *, method: str = "", url: str = "") -> None:
+        super().__init__(message)
+        self.method = method
+        self.url = url
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if self.method:
+            text += f" ({self.method} {self.url})"
+        if self.outcome_unknown:
+            text += "; the request may have been processed"
+        return text
+
+
+class ConnectError(TransportError):
+    """The connection could not be made, so the request was never sent."""
+
+
+class ConnectTimeoutError(TransportError, TimeoutError):
+    """The connection was not made in time, so the request was never sent."""
+
+
+class ReadTimeoutError(TransportError, TimeoutError):
+    """The request was sent but no complete answer came in time."""
+
+    outcome_unknown = True
+
+
+class ReadError(TransportError):
+    """The connection broke after the request was sent (reset, truncated body)."""
+
+    outcome_unknown = True
+
+
+class APIError(ContractSDKError):
+    """The service answered with an error status.
+
+    Attributes:
+        status_code: The HTTP status, or None for a token endpoint whose answer was unusable.
+        method: The HTTP method of the request.
+        url: The request URL, without its query string.
+        service_message: The ``message`` of the service's (Spring-style) error body, if any.
+        error: The ``error`` of that body (e.g. ``"Not Found"``), if any.
+        body: The start of the response body as text (at most 2,000 characters).
+        headers: The response headers.
+        request_id: The response's request id header, if the service sent one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        method: str = "",
+        url: str = "",
+        service_message: str | None = None,
+        error: str | None = None,
+        body: str = "",
+        headers: Mapping[str, str] | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.method = method
+        self.url = url
+        self.service_message = service_message
+        self.error = error
+        self.body = body
+        self.headers: dict[str, str] = dict(headers or {})
+        self.request_id = request_id
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if self.method:
+            text += f" ({self.method} {self.url})"
+        return text
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(status_code={self.status_code!r}, message={self.message!r})"
+
+
+class BadRequestError(APIError):
+    """400: the service refused the request as malformed or invalid."""
+
+
+class AuthenticationError(APIError):
+    """401: the credential was refused, or no token could be obtained."""
+
+
+class TokenRequestError(AuthenticationError):
+    """The OAuth token endpoint failed or answered something unusable.
+
+    The message gives the reason (status, ``error`` / ``error_description``); it never holds
+    the client secret.
+    """
+
+
+class PermissionDeniedError(APIError):
+    """403: the credential is valid but may not do this (e.g. a team you are not in)."""
+
+
+class NotFoundError(APIError):
+    """404: no such user, team, template, term or contract."""
+
+
+class ConflictError(APIError):
+    """409: the request conflicts with the resource's state (or an idempotency key in use)."""
+
+
+class UnprocessableEntityError(APIError):
+    """422: the request was well formed but its content was refused."""
+
+
+class RateLimitError(APIError):
+    """429: the service's rate limit was exceeded.
+
+    Attributes:
+        retry_after: Seconds the service asked us to wait, if it said.
+    """
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.retry_after = retry_after
+
+
+class ServerError(APIError):
+    """5xx: the service failed."""
+
+
+class ResponseValidationError(ContractSDKError):
+    """A successful response's body could not be read into the expected model.
+
+    Attributes:
+        model: The name of the model being read.
+        errors: One line per problem, each naming the field (e.g. ``$.id``).
+        method: The HTTP method of the request.
+        url: The request URL, without its query string.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        model: str = "",
+        errors: Sequence[str] = (),
+        method: str = "",
+        url: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.model = model
+        self.errors = tuple(errors)
+        self.method = method
+        self.url = url
+
+
+class TermValidationError(ContractSDKError, ValueError):
+    """Contract values break the template's terms; nothing was sent.
+
+    Every problem is reported at once.
+
+    Attributes:
+        problems: The problems, each with its path, term, kind and message.
+    """
+
+    def __init__(self, problems: Sequence[TermProblem]) -> None:
+        self.problems: tuple[TermProblem, ...] = tuple(problems)
+        count = len(self.problems)
+        lines = "\n".join(f"  - {problem}" for problem in self.problems)
+        noun = "problem" if count == 1 else "problems"
+        super().__init__(f"{count} {noun} with the contract values:\n{lines}")
+
+
+class RateLimiterTimeoutError(ContractSDKError, TimeoutError):
+    """The client's rate limiter could not grant a request within the given timeout.
+
+    Attributes:
+        bucket: ``"read"`` or ``"write"``.
+        wait: The seconds the request would have had to wait.
+    """
+
+    def __init__(self, message: str, *, bucket: str = "", wait: float = 0.0) -> None:
+        super().__init__(message)
+        self.bucket = bucket
+        self.wait = wait

@@ -1,0 +1,173 @@
+"""The SDK's own request and response types: what crosses the transport seam.
+
+Everything above ``_transport.py`` works on these small values, never on aiohttp's, so the
+client can run against :class:`contractsdk.testing.MockTransport` exactly as against the
+network (the httpx pattern).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Final, Literal
+
+import attrs
+
+__all__ = ["NOT_GIVEN", "Headers", "NotGiven", "Request", "Response", "SENSITIVE_HEADERS"]
+
+#: Headers whose values are secrets: never printed, logged or kept on an error.
+SENSITIVE_HEADERS: Final = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
+
+#: Methods that change nothing on the service, so replaying them is always safe.
+IDEMPOTENT_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+
+
+class NotGiven(enum.Enum):
+    """The type of :data:`NOT_GIVEN`: "use the client's default" (``None`` means "off")."""
+
+    NOT_GIVEN = enum.auto()
+
+    def __repr__(self) -> str:
+        return "NOT_GIVEN"
+
+    def __bool__(self) -> Literal[False]:
+        return False
+
+
+NOT_GIVEN: Final = NotGiven.NOT_GIVEN
+
+
+class Headers(Mapping[str, str]):
+    """An immutable, case-insensitive mapping of HTTP headers.
+
+    Its ``repr`` hides the values of :data:`SENSITIVE_HEADERS`, so a request can be logged or
+    shown in a traceback without its credential.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, headers: Mapping[str, str] | Iterable[tuple[str, str]] = ()) -> None:
+        pairs = headers.items() if isinstance(headers, Mapping) else headers
+        self._items: dict[str, tuple[str, str]] = {k.lower(): (k, v) for k, v in pairs}
+
+    def __getitem__(self, key: str) -> str:
+        return self._items[key.lower()][1]
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and key.lower() in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, _ in self._items.values())
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            return {k.lower(): v for k, v in other.items()} == {
+                k: v for k, (_, v) in self._items.items()
+            }
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable-looking mapping: not hashable, like dict
+
+    def merged(self, other: Mapping[str, str]) -> Headers:
+        """Return a copy with ``other``'s headers added or replacing these."""
+        merged = Headers()
+        merged._items = {**self._items, **{k.lower(): (k, v) for k, v in other.items()}}
+        return merged
+
+    def without(self, *names: str) -> Headers:
+        """Return a copy without the named headers."""
+        dropped = {name.lower() for name in names}
+        kept = Headers()
+        kept._items = {k: v for k, v in self._items.items() if k not in dropped}
+        return kept
+
+    def redacted(self) -> dict[str, str]:
+        """Return a plain dict with the values of sensitive headers replaced by ``[redacted]``."""
+        return {
+            name: "[redacted]" if key in SENSITIVE_HEADERS else value
+            for key, (name, value) in self._items.items()
+        }
+
+    def __repr__(self) -> str:
+        return f"Headers({self.redacted()!r})"
+
+
+def _to_headers(value: Mapping[str, str] | Headers) -> Headers:
+    return value if isinstance(value, Headers) else Headers(value)
+
+
+@attrs.frozen(kw_only=True)
+class Request:
+    """One HTTP request, as the transport will send it.
+
+    Attributes:
+        method: Upper-case HTTP method.
+        url: The absolute URL.
+        headers: Request headers (their ``repr`` hides credentials).
+        content: The body bytes, or None.
+        timeout: Seconds the transport may spend on this attempt, or None for no limit.
+        extensions: Per-request data for the layers of the send sequence (not sent).
+    """
+
+    method: str
+    url: str
+    headers: Headers = attrs.field(factory=Headers, converter=_to_headers)
+    content: bytes | None = None
+    timeout: float | None = None
+    extensions: Mapping[str, Any] = attrs.field(factory=dict, repr=False, eq=False)
+
+    @property
+    def is_idempotent(self) -> bool:
+        """Whether replaying the request is safe: an idempotent method or an Idempotency-Key."""
+        return self.method in IDEMPOTENT_METHODS or "idempotency-key" in self.headers
+
+    @property
+    def path(self) -> str:
+        """The URL's path, without scheme, host or query (safe to show in messages)."""
+        rest = self.url.split("://", 1)[-1]
+        slash = rest.find("/")
+        path = rest[slash:] if slash >= 0 else "/"
+        return path.split("?", 1)[0]
+
+    def json(self) -> Any:
+        """Decode the body as JSON (``None`` when there is no body)."""
+        return None if self.content is None else json.loads(self.content)
+
+
+@attrs.frozen(kw_only=True)
+class Response:
+    """One HTTP response, fully read.
+
+    Attributes:
+        status_code: The HTTP status.
+        headers: The response headers.
+        content: The whole body.
+        request: The request this answers.
+    """
+
+    status_code: int
+    headers: Headers = attrs.field(factory=Headers, converter=_to_headers)
+    content: bytes = b""
+    request: Request | None = attrs.field(default=None, repr=False, eq=False)
+
+    @property
+    def is_success(self) -> bool:
+        """Whether the status is 2xx."""
+        return 200 <= self.status_code < 300
+
+    @property
+    def text(self) -> str:
+        """The body decoded as UTF-8 (undecodable bytes replaced)."""
+        return self.content.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        """Decode the body as JSON.
+
+        Raises:
+            ValueError: The body is not JSON.
+        """
+        return json.loads(self.content)

@@ -1,0 +1,30 @@
+"""The typed models of the Contract Service's resources.
+
+All are frozen attrs classes read from the wire by the client's private converter.
+"""
+
+from ..validation import TermSet
+from ._base import Link
+from ._models import (
+    Contract,
+    ContractField,
+    ContractType,
+    Team,
+    Template,
+    Term,
+    TermOption,
+    User,
+)
+
+__all__ = [
+    "Contract",
+    "ContractField",
+    "ContractType",
+    "Link",
+    "Team",
+    "Template",
+    "Term",
+    "TermOption",
+    "TermSet",
+    "User",
+]
