@@ -1,5 +1,8 @@
 """contractsdk: the async-first Python SDK for the Contract Service API (Legislate)."""
 
+from ._auth import ApiKey, ClientCredentials
+from ._client import ContractClient
+from ._config import Environment
 from ._exceptions import (
     APIError,
     AuthenticationError,
@@ -11,8 +14,8 @@ from ._exceptions import (
     ContractSDKError,
     NotFoundError,
     PermissionDeniedError,
-    RateLimiterTimeoutError,
     RateLimitError,
+    RateLimiterTimeoutError,
     ReadError,
     ReadTimeoutError,
     ResponseValidationError,
@@ -23,10 +26,42 @@ from ._exceptions import (
     UnprocessableEntityError,
 )
 from ._http import NOT_GIVEN, Headers, NotGiven, Request, Response
+from ._logging import ClientStats
+from ._transport import AiohttpTransport, AsyncTransport
+from .models import (
+    Contract,
+    ContractField,
+    ContractType,
+    Link,
+    Team,
+    Template,
+    Term,
+    TermOption,
+    User,
+)
+from .validation import TermProblem, TermSet
 
 __version__ = "0.1.0"
 
 __all__ = [
+    # the client and its configuration
+    "ContractClient",
+    "ApiKey",
+    "ClientCredentials",
+    "Environment",
+    "ClientStats",
+    # models
+    "Contract",
+    "ContractField",
+    "ContractType",
+    "Link",
+    "Team",
+    "Template",
+    "Term",
+    "TermOption",
+    "TermProblem",
+    "TermSet",
+    "User",
     # errors
     "ContractSDKError",
     "ConfigurationError",
@@ -48,7 +83,9 @@ __all__ = [
     "ResponseValidationError",
     "TermValidationError",
     "RateLimiterTimeoutError",
-    # HTTP values
+    # HTTP values and the transport seam
+    "AiohttpTransport",
+    "AsyncTransport",
     "Headers",
     "NOT_GIVEN",
     "NotGiven",

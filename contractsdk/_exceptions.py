@@ -33,10 +33,15 @@ job runners and process pools send exceptions between processes.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._headers import parse_retry_after, request_id
+
 if TYPE_CHECKING:
+    from ._http import Response
     from .validation import TermProblem
 
 __all__ = [
@@ -298,3 +303,90 @@ class RateLimiterTimeoutError(ContractSDKError, TimeoutError):
         super().__init__(message)
         self.bucket = bucket
         self.wait = wait
+
+
+_STATUS_ERRORS: dict[int, type[APIError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    422: UnprocessableEntityError,
+    429: RateLimitError,
+}
+
+_TAG = re.compile(r"<[^>]+>")
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+
+
+def _service_message(response: Response) -> tuple[str | None, str | None]:
+    """Return the (message, error) of an error body, whatever its shape.
+
+    The service's error bodies are not documented (service-api.md §9); Spring's default
+    ``{timestamp, status, error, message, path}`` is the likely shape, OAuth servers use
+    ``{error, error_description}``, and proxies answer with HTML or plain text.
+    """
+    text = response.text.strip()
+    if not text:
+        return None, None
+    content_type = response.headers.get("content-type", "")
+    if text[:1] in "{[" or "json" in content_type:
+        try:
+            body = json.loads(text)
+        except ValueError:
+            body = None
+        if isinstance(body, dict):
+            message = body.get("message") or body.get("error_description") or body.get("detail")
+            error = body.get("error") or body.get("title")
+            return (
+                str(message)[:500] if message else None,
+                str(error)[:100] if isinstance(error, str | int) and error else None,
+            )
+    if "html" in content_type or text[:1] == "<":
+        title = _TITLE.search(text)
+        found = title.group(1) if title else _TAG.sub(" ", text)
+        return (" ".join(found.split())[:200] or None), None
+    return " ".join(text.splitlines()[0].split())[:200], None
+
+
+def error_from_response(response: Response, *, now: float) -> APIError:
+    """Map a non-2xx response to its error class: the one place statuses become errors.
+
+    Args:
+        response: The error response.
+        now: The wall-clock time, to read an HTTP-date ``Retry-After``.
+    """
+    status = response.status_code
+    cls = _STATUS_ERRORS.get(status) or (ServerError if status >= 500 else APIError)
+    service_message, error = _service_message(response)
+    reason = service_message or error or _REASONS.get(status, "error")
+    request = response.request
+    kwargs: dict[str, Any] = {
+        "status_code": status,
+        "method": request.method if request else "",
+        "url": request.path if request else "",
+        "service_message": service_message,
+        "error": error,
+        "body": response.text[:2000],
+        "headers": response.headers,
+        "request_id": request_id(response.headers),
+    }
+    if cls is RateLimitError:
+        kwargs["retry_after"] = parse_retry_after(response.headers, now=now)
+    return cls(f"{status} {reason}", **kwargs)
+
+
+_REASONS = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    408: "Request Timeout",
+    409: "Conflict",
+    422: "Unprocessable Entity",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+}

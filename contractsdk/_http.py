@@ -17,7 +17,9 @@ import attrs
 __all__ = ["NOT_GIVEN", "Headers", "NotGiven", "Request", "Response", "SENSITIVE_HEADERS"]
 
 #: Headers whose values are secrets: never printed, logged or kept on an error.
-SENSITIVE_HEADERS: Final = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
+SENSITIVE_HEADERS: Final = frozenset(
+    {"authorization", "proxy-authorization", "cookie", "set-cookie"}
+)
 
 #: Methods that change nothing on the service, so replaying them is always safe.
 IDEMPOTENT_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})

@@ -3,7 +3,8 @@
 All are frozen attrs classes read from the wire by the client's private converter.
 """
 
-from ..validation import TermSet
+from contractsdk.validation import TermSet
+
 from ._base import Link
 from ._models import (
     Contract,

@@ -1,0 +1,351 @@
+"""Credentials and the token cache.
+
+Two credentials: a static :class:`ApiKey`, sent as ``Authorization: Bearer <key>``
+(reference/service-api.md §2), and OAuth 2.0 :class:`ClientCredentials`, exchanged at
+``{auth_url}/oauth/token`` for a bearer token (DESIGN.md §3; the body and answer follow
+RFC 6749 §4.4 and Auth0, since the service documents no token endpoint).
+
+Invariants of :class:`TokenAuth` (the token cache):
+
+* At most one token request is in flight per credential (single flight). It runs as its own
+  task, so a caller that is cancelled while waiting does not cancel it for the others.
+* A cached token is used until its refresh time, which lies a margin (with jitter, so that
+  many clients do not refresh together) before its expiry. Between the refresh time and the
+  expiry, one caller refreshes while the others keep using the still-valid token; after the
+  expiry, every caller waits for the refresh.
+* ``invalidate(token)`` drops the cache only if it still holds that token, so a 401 that
+  raced a refresh never throws away the new token.
+* Secrets (the key, the client secret, tokens) never reach a repr, a log line or an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+
+from ._exceptions import ConfigurationError, ContractSDKError, TokenRequestError
+from ._http import Headers, Request, Response
+
+if TYPE_CHECKING:
+    from ._config import Environment
+
+__all__ = ["ApiKey", "Auth", "ClientCredentials", "StaticAuth", "TokenAuth"]
+
+logger = logging.getLogger("contractsdk.auth")
+
+_KNOWN_HOSTS = {"sandbox.legislate.tech": "sandbox", "api.legislate.tech": "production"}
+
+
+def _require_text(what: str, value: object) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigurationError(f"{what} is empty")
+    if "\r" in value or "\n" in value:
+        raise ConfigurationError(f"{what} contains a line break")
+
+
+def _check_environment_name(value: str | None) -> None:
+    if value is not None and value not in {"sandbox", "production"}:
+        raise ConfigurationError(f"environment must be 'sandbox' or 'production', got {value!r}")
+
+
+def _environment_in_jwt(token: str) -> str | None:
+    """Return the environment a JWT names in its ``aud`` or ``iss`` claim, if any.
+
+    The claims are read without verifying the signature: this is only a guard against
+    using a key in the wrong environment, never a security decision.
+    """
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        padded = parts[1] + "=" * (-len(parts[1]) % 4)
+        claims = json.loads(base64.urlsafe_b64decode(padded))
+    except (ValueError, TypeError):
+        return None
+    if not isinstance(claims, dict):
+        return None
+    audiences = claims.get("aud", [])
+    names = [*(audiences if isinstance(audiences, list) else [audiences]), claims.get("iss")]
+    for name in names:
+        if not isinstance(name, str):
+            continue
+        for host, environment in _KNOWN_HOSTS.items():
+            if host in name:
+                return environment
+    return None
+
+
+@attrs.frozen(repr=False)
+class ApiKey:
+    """A static API key, sent as ``Authorization: Bearer <key>``.
+
+    Args:
+        key: The key (the service's keys are JWTs).
+        environment: The environment the key belongs to (``"sandbox"`` or ``"production"``),
+            if you know it. When not given and the key is a JWT naming a known host in its
+            ``aud`` or ``iss`` claim, that is used. A client for another environment refuses
+            the key before sending anything.
+    """
+
+    key: str = attrs.field()
+    environment: str | None = attrs.field(default=None, kw_only=True)
+
+    @key.validator
+    def _check_key(self, _: object, value: str) -> None:
+        _require_text("the API key", value)
+
+    @environment.validator
+    def _check_environment(self, _: object, value: str | None) -> None:
+        _check_environment_name(value)
+
+    @property
+    def bound_environment(self) -> str | None:
+        """The environment this key is known to belong to, if any."""
+        return self.environment or _environment_in_jwt(self.key)
+
+    def __repr__(self) -> str:
+        return f"ApiKey(key='[redacted]', environment={self.environment!r})"
+
+
+@attrs.frozen(repr=False)
+class ClientCredentials:
+    """OAuth 2.0 client credentials, exchanged for short-lived bearer tokens.
+
+    Args:
+        client_id: The client id.
+        client_secret: The client secret (never shown in a repr, log or error).
+        auth_url: The origin of the token endpoint; the token is requested from
+            ``{auth_url}/oauth/token``. Defaults to the environment's.
+        audience: The ``audience`` of the token request. Defaults to the environment's
+            base URL.
+        environment: The environment these credentials belong to, if you know it.
+    """
+
+    client_id: str = attrs.field(kw_only=True)
+    client_secret: str = attrs.field(kw_only=True)
+    auth_url: str | None = attrs.field(default=None, kw_only=True)
+    audience: str | None = attrs.field(default=None, kw_only=True)
+    environment: str | None = attrs.field(default=None, kw_only=True)
+
+    @client_id.validator
+    @client_secret.validator
+    def _check_not_empty(self, attribute: attrs.Attribute[str], value: str) -> None:
+        _require_text(attribute.name, value)
+
+    @environment.validator
+    def _check_environment(self, _: object, value: str | None) -> None:
+        _check_environment_name(value)
+
+    @property
+    def bound_environment(self) -> str | None:
+        """The environment these credentials are known to belong to, if any."""
+        return self.environment
+
+    def __repr__(self) -> str:
+        return (
+            f"ClientCredentials(client_id={self.client_id!r}, client_secret='[redacted]', "
+            f"auth_url={self.auth_url!r}, audience={self.audience!r}, "
+            f"environment={self.environment!r})"
+        )
+
+
+Send = Callable[[Request], Awaitable[Response]]
+
+
+class Auth(Protocol):
+    """What the client's send sequence asks of a credential."""
+
+    async def token(self) -> str:
+        """Return the bearer token to send now."""
+        ...
+
+    async def invalidate(self, token: str) -> bool:
+        """Forget ``token`` after a 401; return whether a replay could succeed."""
+        ...
+
+    async def aclose(self) -> None:
+        """Stop any work in flight."""
+        ...
+
+
+class StaticAuth:
+    """An API key: the same token every time, and a 401 is final."""
+
+    def __init__(self, credential: ApiKey) -> None:
+        self._key = credential.key
+
+    async def token(self) -> str:
+        """Return the key."""
+        return self._key
+
+    async def invalidate(self, token: str) -> bool:
+        """A static key cannot be refreshed: never replay."""
+        return False
+
+    async def aclose(self) -> None:
+        """Nothing to stop."""
+
+    def __repr__(self) -> str:
+        return "StaticAuth(key='[redacted]')"
+
+
+@attrs.frozen
+class _Token:
+    value: str = attrs.field(repr=False)
+    refresh_at: float
+    expires_at: float
+
+
+def _reason(response: Response) -> str:
+    """Say why a token response is unusable, from RFC 6749 §5.2 fields when present."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        parts = [str(body[k]) for k in ("error", "error_description", "message") if body.get(k)]
+        if parts:
+            return ": ".join(parts)[:300]
+    return "the body is not a JSON error" if response.content else "the body is empty"
+
+
+class TokenAuth:
+    """OAuth client credentials with a cached, single-flight, refreshed-early token."""
+
+    #: Refresh this long before expiry at most (azure-core uses 300 s).
+    REFRESH_MARGIN = 300.0
+    #: Spread refreshes over up to this many seconds (azure-core #43720 uses 60 s).
+    REFRESH_JITTER = 60.0
+
+    def __init__(
+        self,
+        credential: ClientCredentials,
+        environment: Environment,
+        send: Send,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        rng: Callable[[], float] = random.random,
+    ) -> None:
+        self._client_id = credential.client_id
+        self._secret = credential.client_secret
+        self._token_url = (credential.auth_url or environment.auth_url).rstrip("/") + "/oauth/token"
+        self._audience = credential.audience or environment.audience
+        self._send = send
+        self._clock = clock
+        self._rng = rng
+        self._cached: _Token | None = None
+        self._refresh: asyncio.Task[_Token] | None = None
+        self.requests = 0  # token requests made, for tests and diagnostics
+
+    def __repr__(self) -> str:
+        return f"TokenAuth(client_id={self._client_id!r}, token_url={self._token_url!r})"
+
+    async def token(self) -> str:
+        """Return a valid token, refreshing it (once, for all callers) when due."""
+        now = self._clock()
+        cached = self._cached
+        if cached is not None and now < cached.refresh_at:
+            return cached.value
+        if self._refresh is None:
+            self._refresh = asyncio.ensure_future(self._fetch())
+            self._refresh.add_done_callback(self._refresh_done)
+        elif cached is not None and now < cached.expires_at:
+            # Advisory window: someone is refreshing; the current token is still good.
+            return cached.value
+        try:
+            # shield: a cancelled caller must not cancel the refresh the others wait on.
+            token = await asyncio.shield(self._refresh)
+        except ContractSDKError as exc:
+            if cached is not None and self._clock() < cached.expires_at:
+                # botocore's advisory window: a failed early refresh is not fatal.
+                logger.warning("token refresh failed, using the current token: %s", exc)
+                return cached.value
+            raise
+        return token.value
+
+    def _refresh_done(self, task: asyncio.Task[_Token]) -> None:
+        if self._refresh is task:
+            self._refresh = None
+        if not task.cancelled() and task.exception() is None:
+            self._cached = task.result()
+
+    async def invalidate(self, token: str) -> bool:
+        """Drop ``token`` if it is still the cached one; a fresh one may then succeed."""
+        if self._cached is not None and self._cached.value == token:
+            self._cached = None
+        return True
+
+    async def aclose(self) -> None:
+        """Cancel a token request in flight."""
+        task, self._refresh = self._refresh, None
+        if task is not None and not task.done():
+            task.cancel()
+            # Closing: the refresh's outcome no longer matters.
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def _fetch(self) -> _Token:
+        body = {
+            "grant_type": "client_credentials",
+            "client_id": self._client_id,
+            "client_secret": self._secret,
+            "audience": self._audience,
+        }
+        request = Request(
+            method="POST",
+            url=self._token_url,
+            headers=Headers({"Content-Type": "application/json", "Accept": "application/json"}),
+            content=json.dumps(body).encode(),
+        )
+        self.requests += 1
+        logger.debug("requesting an access token from %s", self._token_url)
+        started = self._clock()
+        response = await self._send(request)
+        if not response.is_success:
+            raise self._error(
+                f"the token endpoint answered {response.status_code}: {_reason(response)}",
+                response,
+            )
+        try:
+            answer: Any = response.json()
+        except ValueError:
+            raise self._error("the token endpoint's answer is not JSON", response) from None
+        value = answer.get("access_token") if isinstance(answer, dict) else None
+        if not isinstance(value, str) or not value:
+            raise self._error("the token endpoint's answer has no access_token", response)
+        token_type = answer.get("token_type", "Bearer")
+        if not isinstance(token_type, str) or token_type.lower() != "bearer":
+            raise self._error(f"unsupported token_type {token_type!r}", response)
+        expires_in = answer.get("expires_in", 3600)
+        if isinstance(expires_in, bool) or not isinstance(expires_in, int | float):
+            raise self._error("the token endpoint's expires_in is not a number", response)
+        lifetime = max(float(expires_in), 1.0)
+        margin = min(self.REFRESH_MARGIN, lifetime / 2)
+        jitter = self._rng() * min(self.REFRESH_JITTER, lifetime / 10)
+        logger.debug("received an access token valid for %.0f s", lifetime)
+        return _Token(
+            value=value,
+            refresh_at=started + lifetime - margin - jitter,
+            expires_at=started + lifetime,
+        )
+
+    def _error(self, message: str, response: Response) -> TokenRequestError:
+        # The body could echo the request; never let the secret through.
+        safe = message.replace(self._secret, "[redacted]")
+        return TokenRequestError(
+            safe,
+            status_code=response.status_code,
+            method="POST",
+            url=self._token_url,
+            body=response.text[:2000].replace(self._secret, "[redacted]"),
+            headers=Headers(response.headers).redacted(),
+        )

@@ -1,0 +1,416 @@
+"""``ContractClient``: configuration, lifecycle, the send sequence and the whole flow.
+
+Every request goes through one fixed sequence (DESIGN.md, Architecture)::
+
+    _send_json ─ build the Request (JSON body, Idempotency-Key on POST)
+      retry          _retry.Retrier, outermost: each attempt runs everything below again
+        _attempt     raises the mapped error for a non-2xx answer
+          auth       token (single flight); a 401 invalidates it and replays once
+            limiter  acquire before, record after, every exchange
+              hooks + logging, then the transport
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+import attrs
+
+from contractsdk._auth import ApiKey, Auth, ClientCredentials, StaticAuth, TokenAuth
+from contractsdk._config import Environment, check_base_url, environment_from_env
+from contractsdk._converter import structure, structure_list
+from contractsdk._exceptions import ConfigurationError, error_from_response
+from contractsdk._http import Headers, Request, Response
+from contractsdk._logging import ClientStats, EventHook, Instrumentation
+from contractsdk._transport import AiohttpTransport, AsyncTransport
+from contractsdk.models import Contract, Team
+from contractsdk.resources import Contracts, ContractTypes, Teams, Templates, Terms, Users
+from contractsdk.resources._base import path_id
+from contractsdk.validation import TermSet, TermValue
+
+__all__ = ["ContractClient"]
+
+T = TypeVar("T")
+
+_VERSION = re.compile(r"v\d+")
+_USER_AGENT = "contractsdk/0.1.0"
+PERSONAL_TEAM = "Personal Team"  # service-api.md §4: every user owns one, by this name
+
+
+def _pick_credential(
+    credentials: ApiKey | ClientCredentials | None,
+    api_key: str | ApiKey | None,
+    env: Mapping[str, str],
+) -> ApiKey | ClientCredentials:
+    if credentials is not None and api_key is not None:
+        raise ConfigurationError("give either api_key= or credentials=, not both")
+    if isinstance(api_key, str):
+        return ApiKey(api_key)
+    if api_key is not None:
+        return api_key
+    if credentials is not None:
+        if not isinstance(credentials, ApiKey | ClientCredentials):
+            raise ConfigurationError("credentials must be an ApiKey or ClientCredentials")
+        return credentials
+    if "api_key" in env:
+        return ApiKey(env["api_key"])
+    if "client_id" in env and "client_secret" in env:
+        return ClientCredentials(client_id=env["client_id"], client_secret=env["client_secret"])
+    raise ConfigurationError(
+        "no credentials: pass api_key= or credentials=ClientCredentials(...), or set "
+        "CONTRACTSDK_API_KEY (or CONTRACTSDK_CLIENT_ID and CONTRACTSDK_CLIENT_SECRET)"
+    )
+
+
+def _pick_environment(
+    environment: str | Environment | None, base_url: str | None, env: Mapping[str, str]
+) -> Environment:
+    if environment is None and "environment" in env:
+        environment = env["environment"]
+    if base_url is None and "base_url" in env:
+        base_url = env["base_url"]
+    if isinstance(environment, str):
+        environment = Environment.from_name(environment)
+    if base_url is not None:
+        base = check_base_url(base_url)
+        return environment.with_base_url(base) if environment else Environment.custom(base)
+    return environment or Environment.SANDBOX
+
+
+class ContractClient:
+    """The async client of the Contract Service API.
+
+    Use it as an async context manager, one client per process (it pools connections)::
+
+        async with ContractClient(api_key="…", environment="sandbox") as client:
+            contract = await client.create_contract(
+                user_id=42, contract_type_id=6690589634461711, values={"contract_name": "…"}
+            )
+
+    With no arguments it reads ``CONTRACTSDK_ENVIRONMENT``, ``CONTRACTSDK_API_KEY`` (or
+    ``CONTRACTSDK_CLIENT_ID`` and ``CONTRACTSDK_CLIENT_SECRET``) and ``CONTRACTSDK_BASE_URL``.
+
+    Args:
+        api_key: A static API key (a string, or an :class:`ApiKey` that says its environment).
+        credentials: An :class:`ApiKey` or OAuth :class:`ClientCredentials`.
+        environment: ``"sandbox"`` (the default), ``"production"`` or an :class:`Environment`.
+        base_url: Serve the API from here instead (an emulator, a proxy). Plain ``http`` is
+            allowed only for loopback hosts.
+        api_version: The API version path segment.
+        approved_versions: The versions production may use.
+        timeout: Seconds to wait for an answer to each attempt (None: no limit).
+        connect_timeout: Seconds to wait for a connection.
+        max_connections: The connection pool's size.
+        event_hooks: ``{"request" | "response" | "retry" | "throttle": [callables]}``; a
+            hook may be sync or async.
+        transport: Send requests through this instead of aiohttp (e.g.
+            :class:`contractsdk.testing.MockTransport`).
+        user_agent: The User-Agent header.
+
+    Raises:
+        ConfigurationError: A setting is wrong or a credential belongs to another
+            environment; nothing is sent.
+    """
+
+    def __init__(
+        self,
+        *,
+        api_key: str | ApiKey | None = None,
+        credentials: ApiKey | ClientCredentials | None = None,
+        environment: str | Environment | None = None,
+        base_url: str | None = None,
+        api_version: str = "v1",
+        approved_versions: Collection[str] = frozenset({"v1"}),
+        timeout: float | None = 60.0,
+        connect_timeout: float | None = 10.0,
+        max_connections: int = 100,
+        event_hooks: Mapping[str, Sequence[EventHook]] | None = None,
+        transport: AsyncTransport | None = None,
+        user_agent: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        env = environment_from_env()
+        credential = _pick_credential(credentials, api_key, env)
+        self.environment = _pick_environment(environment, base_url, env)
+        bound = credential.bound_environment
+        if (
+            bound is not None
+            and self.environment.name != "custom"
+            and bound != self.environment.name
+        ):
+            raise ConfigurationError(
+                f"the credential belongs to the {bound} environment but the client is "
+                f"configured for {self.environment.name}; each environment has its own keys"
+            )
+        if not _VERSION.fullmatch(api_version):
+            raise ConfigurationError(f"api_version must look like 'v1', got {api_version!r}")
+        if self.environment.requires_approved_version and api_version not in approved_versions:
+            raise ConfigurationError(
+                f"API version {api_version!r} is not approved for {self.environment.name} "
+                f"(approved: {', '.join(sorted(approved_versions))})"
+            )
+        if timeout is not None and timeout <= 0:
+            raise ConfigurationError("timeout must be positive (or None for no limit)")
+        self.api_version = api_version
+        self._base = f"{self.environment.base_url}/{api_version}"
+        self._timeout = timeout
+        self._user_agent = user_agent or _USER_AGENT
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._sleep = sleep
+        self._transport: AsyncTransport = transport or AiohttpTransport(
+            connect_timeout=connect_timeout, max_connections=max_connections
+        )
+        self._instrumentation = Instrumentation(event_hooks)
+        self._auth: Auth
+        if isinstance(credential, ApiKey):
+            self._auth = StaticAuth(credential)
+        else:
+            if credential.auth_url is not None:
+                check_base_url(credential.auth_url, what="auth_url")
+            self._auth = TokenAuth(
+                credential, self.environment, self._send_token_request, clock=clock
+            )
+        self._term_sets: dict[int, asyncio.Future[TermSet]] = {}
+        self._closed = False
+
+        self.users = Users(self)
+        """Users: :meth:`~contractsdk.resources.Users.get`."""
+        self.teams = Teams(self)
+        """Teams: list, create, get, rename."""
+        self.contract_types = ContractTypes(self)
+        """Contract types: list, get."""
+        self.templates = Templates(self)
+        """Template versions: list (newest first), latest, get."""
+        self.terms = Terms(self)
+        """Terms of a template version: list (a :class:`~contractsdk.TermSet`), get."""
+        self.contracts = Contracts(self)
+        """Contracts: create, list, get, update, delete, download_pdf, download_html."""
+
+    def __repr__(self) -> str:
+        return f"<ContractClient environment={self.environment.name!r} base_url={self._base!r}>"
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def __aenter__(self) -> ContractClient:
+        if self._closed:
+            raise ConfigurationError("this client is closed; make a new one")
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close connections and stop token refreshes. The client cannot be used again."""
+        if self._closed:
+            return
+        self._closed = True
+        for future in self._term_sets.values():
+            future.cancel()
+        await self._auth.aclose()
+        await self._transport.aclose()
+
+    @property
+    def stats(self) -> ClientStats:
+        """Counters of what this client has done (requests, retries, 429s, waits)."""
+        return self._instrumentation.snapshot()
+
+    # -- the send sequence -------------------------------------------------------------
+
+    def _build(
+        self,
+        method: str,
+        path: str,
+        body: object | None,
+        *,
+        accept: str,
+        idempotency_key: str | None,
+    ) -> Request:
+        headers = {"Accept": accept, "User-Agent": self._user_agent}
+        content = None
+        if body is not None:
+            content = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+            headers["Content-Type"] = "application/json"
+        if method == "POST":
+            # Made once per logical call, reused by every attempt; a caller's key wins.
+            headers["Idempotency-Key"] = idempotency_key or str(uuid.uuid4())
+        return Request(
+            method=method,
+            url=self._base + path,
+            headers=Headers(headers),
+            content=content,
+            timeout=self._timeout,
+        )
+
+    async def _send_json(
+        self,
+        method: str,
+        path: str,
+        body: object | None = None,
+        *,
+        accept: str = "application/json",
+        idempotency_key: str | None = None,
+    ) -> Response:
+        if self._closed:
+            raise ConfigurationError("this client is closed; make a new one")
+        request = self._build(method, path, body, accept=accept, idempotency_key=idempotency_key)
+        return await self._attempt(request)
+
+    async def _attempt(self, request: Request) -> Response:
+        token = await self._auth.token()
+        response = await self._exchange(request, token)
+        if response.status_code == 401 and await self._auth.invalidate(token):
+            response = await self._exchange(request, await self._auth.token())
+        if not response.is_success:
+            raise error_from_response(response, now=self._wall_clock())
+        return response
+
+    async def _exchange(self, request: Request, token: str) -> Response:
+        """One HTTP exchange: hooks and logs around the transport, credential attached."""
+        instrumentation = self._instrumentation
+        await instrumentation.on_request(request)
+        sent = attrs.evolve(
+            request, headers=request.headers.merged({"Authorization": f"Bearer {token}"})
+        )
+        started = self._clock()
+        response = await self._transport.handle_async_request(sent)
+        # Hooks and errors see the request without its credential.
+        response = attrs.evolve(response, request=request)
+        await instrumentation.on_response(response, self._clock() - started)
+        return response
+
+    async def _send_token_request(self, request: Request) -> Response:
+        """Send an OAuth token request: hooks and logs see it without its body (the secret)."""
+        self._instrumentation.token_requests += 1
+        shown = attrs.evolve(request, content=None)
+        await self._instrumentation.on_request(shown)
+        started = self._clock()
+        response = await self._transport.handle_async_request(request)
+        response = attrs.evolve(response, request=shown)
+        await self._instrumentation.on_response(response, self._clock() - started)
+        return response
+
+    # -- typed helpers for the resources -----------------------------------------------
+
+    def _decode(self, response: Response) -> Any:
+        request = response.request
+        try:
+            return response.json()
+        except ValueError:
+            from contractsdk._exceptions import ResponseValidationError
+
+            raise ResponseValidationError(
+                "the service's answer is not JSON",
+                errors=["$: not JSON"],
+                method=request.method if request else "",
+                url=request.path if request else "",
+            ) from None
+
+    async def _get(self, path: str, model: type[T]) -> T:
+        response = await self._send_json("GET", path)
+        return structure(self._decode(response), model, method="GET", url=path)
+
+    async def _get_list(self, path: str, model: type[T]) -> list[T]:
+        response = await self._send_json("GET", path)
+        return structure_list(self._decode(response), model, method="GET", url=path)
+
+    async def _post(
+        self, path: str, model: type[T], body: object, *, idempotency_key: str | None = None
+    ) -> T:
+        response = await self._send_json("POST", path, body, idempotency_key=idempotency_key)
+        return structure(self._decode(response), model, method="POST", url=path)
+
+    async def _patch(self, path: str, model: type[T], body: object) -> T:
+        response = await self._send_json("PATCH", path, body)
+        return structure(self._decode(response), model, method="PATCH", url=path)
+
+    async def _term_set(self, template_id: int, *, refresh: bool = False) -> TermSet:
+        """Return a template version's terms, fetched once per template (single flight)."""
+        key = int(path_id(template_id, "template_id"))
+        future = self._term_sets.get(key)
+        if future is None or refresh or (future.done() and future.exception() is not None):
+            future = asyncio.ensure_future(self._fetch_terms(key))
+            self._term_sets[key] = future
+        try:
+            return await asyncio.shield(future)
+        except Exception:
+            if self._term_sets.get(key) is future:
+                del self._term_sets[key]  # a failed fetch is not cached
+            raise
+
+    async def _fetch_terms(self, template_id: int) -> TermSet:
+        from contractsdk.models import Term
+
+        terms = await self._get_list(f"/templates/{template_id}/terms", Term)
+        return TermSet(terms, template_id=template_id)
+
+    # -- the whole flow ----------------------------------------------------------------
+
+    async def personal_team(self, user_id: int, /) -> Team:
+        """Return the user's personal team.
+
+        Every user owns a team called "Personal Team", which can be renamed
+        (service-api.md §4); when no team has that name, the user's oldest team is taken.
+
+        Raises:
+            ConfigurationError: The user has no team at all (pass a team id instead).
+        """
+        teams = await self.teams.list(user_id)
+        for team in teams:
+            if team.name.strip().casefold() == PERSONAL_TEAM.casefold():
+                return team
+        if not teams:
+            raise ConfigurationError(f"user {user_id} has no team; pass team_id=")
+        return min(teams, key=lambda team: (team.created is None, team.created, team.id))
+
+    async def create_contract(
+        self,
+        *,
+        user_id: int,
+        contract_type_id: int,
+        values: Mapping[str | int, TermValue],
+        team_id: int | None = None,
+        template_id: int | None = None,
+        require_all: bool = False,
+        idempotency_key: str | None = None,
+    ) -> Contract:
+        """Create a contract in one call: team, template version, terms, validation, create.
+
+        Args:
+            user_id: Who creates it.
+            contract_type_id: The kind of contract.
+            values: ``{term name or id: value}`` (see :meth:`TermSet.validate`).
+            team_id: The team to hold it; the user's personal team if not given.
+            template_id: The template version; the newest if not given.
+            require_all: Also refuse values that leave an applicable term unanswered.
+            idempotency_key: Your own key, to make repeating the call safe.
+
+        Raises:
+            TermValidationError: The values break the template's terms (nothing was sent).
+        """
+        if team_id is None:
+            team_id = (await self.personal_team(user_id)).id
+        if template_id is None:
+            template_id = (await self.templates.latest(team_id, contract_type_id)).id
+        return await self.contracts.create(
+            team_id,
+            template_id=template_id,
+            created_by=user_id,
+            values=values,
+            require_all=require_all,
+            idempotency_key=idempotency_key,
+        )

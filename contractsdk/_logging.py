@@ -1,0 +1,118 @@
+"""Event hooks, DEBUG logs and counters: everything the client reports about its own work.
+
+Redaction lives here and in :class:`~contractsdk.Headers`: a log line names the method,
+the URL path and the status, never a header value or a body, so no key, secret or token
+can reach a log through the client.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+
+from contractsdk._exceptions import ConfigurationError
+from contractsdk._http import Request, Response
+
+__all__ = ["ClientStats", "EVENTS", "EventHook", "Instrumentation", "logger"]
+
+logger = logging.getLogger("contractsdk")
+
+#: The events a hook can follow.
+EVENTS: Final = ("request", "response", "retry", "throttle")
+
+EventHook = Callable[[Any], Awaitable[None] | None]
+
+
+@attrs.frozen(kw_only=True)
+class ClientStats:
+    """What a client has done so far (``client.stats``).
+
+    Attributes:
+        requests: HTTP requests sent (every attempt and token request counts).
+        responses: Responses received, by status code.
+        retries: Retries made after a failed attempt.
+        throttled: Responses with status 429.
+        limiter_wait: Seconds spent waiting in the client's rate limiter, summed over calls.
+        token_requests: OAuth token requests made.
+    """
+
+    requests: int
+    responses: Mapping[int, int]
+    retries: int
+    throttled: int
+    limiter_wait: float
+    token_requests: int
+
+
+class Instrumentation:
+    """Runs hooks, writes DEBUG lines and keeps the counters of one client."""
+
+    def __init__(self, event_hooks: Mapping[str, Sequence[EventHook]] | None) -> None:
+        hooks = dict(event_hooks or {})
+        unknown = set(hooks) - set(EVENTS)
+        if unknown:
+            raise ConfigurationError(
+                f"unknown event hook(s) {sorted(unknown)}; the events are {', '.join(EVENTS)}"
+            )
+        self._hooks: dict[str, tuple[EventHook, ...]] = {
+            event: tuple(hooks.get(event, ())) for event in EVENTS
+        }
+        self.requests = 0
+        self.responses: Counter[int] = Counter()
+        self.retries = 0
+        self.throttled = 0
+        self.limiter_wait = 0.0
+        self.token_requests = 0
+
+    async def emit(self, event: str, payload: object) -> None:
+        """Call the hooks registered for ``event`` with ``payload``, in order."""
+        for hook in self._hooks[event]:
+            result = hook(payload)
+            if inspect.isawaitable(result):
+                await result
+
+    async def on_request(self, request: Request) -> None:
+        """Count and report a request about to be sent (its credential not attached)."""
+        self.requests += 1
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("→ %s %s", request.method, request.path)
+        if self._hooks["request"]:
+            await self.emit("request", request)
+
+    async def on_response(self, response: Response, elapsed: float) -> None:
+        """Count and report a response."""
+        status = response.status_code
+        self.responses[status] += 1
+        if logger.isEnabledFor(logging.DEBUG):
+            request = response.request
+            where = f"{request.method} {request.path}" if request else ""
+            logger.debug("← %d %s in %.1f ms", status, where, elapsed * 1000)
+        if self._hooks["response"]:
+            await self.emit("response", response)
+        if status == 429:
+            self.throttled += 1
+            if self._hooks["throttle"]:
+                await self.emit("throttle", response)
+
+    async def on_retry(self, event: object) -> None:
+        """Count and report a retry about to happen."""
+        self.retries += 1
+        logger.debug("retrying: %s", event)
+        if self._hooks["retry"]:
+            await self.emit("retry", event)
+
+    def snapshot(self) -> ClientStats:
+        """Return the counters as a frozen value."""
+        return ClientStats(
+            requests=self.requests,
+            responses=dict(self.responses),
+            retries=self.retries,
+            throttled=self.throttled,
+            limiter_wait=self.limiter_wait,
+            token_requests=self.token_requests,
+        )

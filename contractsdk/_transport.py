@@ -1,0 +1,128 @@
+"""The one seam that does I/O: the only client module that imports aiohttp.
+
+A transport turns a :class:`~contractsdk.Request` into a fully read
+:class:`~contractsdk.Response`, or raises a :class:`~contractsdk.TransportError`. aiohttp's
+exceptions are translated here and nowhere else, most specific first, because aiohttp's
+own classes nest (``ConnectionTimeoutError`` is a ``ServerTimeoutError``,
+``ClientConnectorDNSError`` a ``ClientConnectorError``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol, runtime_checkable
+
+import aiohttp
+
+from ._exceptions import (
+    ConnectError,
+    ConnectTimeoutError,
+    ReadError,
+    ReadTimeoutError,
+    TransportError,
+)
+from ._http import Headers, Request, Response
+
+__all__ = ["AiohttpTransport", "AsyncTransport"]
+
+
+@runtime_checkable
+class AsyncTransport(Protocol):
+    """Sends one request and returns its response; the client's only route to the network."""
+
+    async def handle_async_request(self, request: Request) -> Response:
+        """Send ``request`` and return the whole response.
+
+        Raises:
+            TransportError: No usable response (a subclass says whether it was sent).
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...
+
+
+class AiohttpTransport:
+    """The default transport: one pooled :class:`aiohttp.ClientSession` per client.
+
+    Args:
+        connect_timeout: Seconds to wait for a connection.
+        max_connections: The pool's connection limit.
+        session: A session to use instead of making one; the caller then owns (and closes) it.
+    """
+
+    def __init__(
+        self,
+        *,
+        connect_timeout: float | None = 10.0,
+        max_connections: int = 100,
+        session: aiohttp.ClientSession | None = None,
+    ) -> None:
+        self._connect_timeout = connect_timeout
+        self._max_connections = max_connections
+        self._session = session
+        self._owns_session = session is None
+
+    def _open(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self._max_connections),
+                # Per-request timeouts are set in handle_async_request; no session-wide total.
+                timeout=aiohttp.ClientTimeout(total=None),
+                # Our Headers already hold what we send; no cookies: the API is stateless.
+                cookie_jar=aiohttp.DummyCookieJar(),
+                auto_decompress=True,
+                raise_for_status=False,
+            )
+            self._owns_session = True
+        return self._session
+
+    async def handle_async_request(self, request: Request) -> Response:
+        """Send the request with aiohttp and read the whole body."""
+        session = self._open()
+        timeout = aiohttp.ClientTimeout(
+            total=None,
+            connect=None,
+            sock_connect=self._connect_timeout,
+            sock_read=request.timeout,
+        )
+        where = {"method": request.method, "url": request.url.split("?", 1)[0]}
+        try:
+            async with session.request(
+                request.method,
+                request.url,
+                headers=dict(request.headers),
+                data=request.content,
+                timeout=timeout,
+                allow_redirects=False,
+            ) as raw:
+                content = await raw.read()
+                return Response(
+                    status_code=raw.status,
+                    headers=Headers(raw.headers.items()),
+                    content=content,
+                    request=request,
+                )
+        except aiohttp.ConnectionTimeoutError as exc:
+            raise ConnectTimeoutError("timed out connecting to the service", **where) from exc
+        except aiohttp.ClientConnectorError as exc:
+            message = f"could not connect to the service: {exc.os_error}"
+            raise ConnectError(message, **where) from exc
+        except (aiohttp.SocketTimeoutError, aiohttp.ServerTimeoutError) as exc:
+            raise ReadTimeoutError("timed out waiting for the service's answer", **where) from exc
+        except asyncio.TimeoutError as exc:
+            raise ReadTimeoutError("timed out waiting for the service's answer", **where) from exc
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError) as exc:
+            raise ReadError(f"the connection broke: {type(exc).__name__}", **where) from exc
+        except aiohttp.ClientOSError as exc:
+            raise ReadError(f"the connection broke: {exc.strerror or exc}", **where) from exc
+        except aiohttp.InvalidURL as exc:
+            raise TransportError(f"invalid URL: {exc}", **where) from exc
+        except aiohttp.ClientError as exc:
+            raise ReadError(f"the request failed: {type(exc).__name__}: {exc}", **where) from exc
+
+    async def aclose(self) -> None:
+        """Close the session if this transport made it."""
+        if self._session is not None and self._owns_session and not self._session.closed:
+            await self._session.close()

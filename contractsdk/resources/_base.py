@@ -1,0 +1,46 @@
+"""What every resource shares: the client it calls and safe path building."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from contractsdk._exceptions import ConfigurationError
+
+if TYPE_CHECKING:
+    from contractsdk._client import ContractClient
+
+__all__ = ["Resource", "path_id"]
+
+_INT64_MAX = 2**63 - 1
+
+
+def path_id(value: object, name: str) -> str:
+    """Return an id as it may appear in a URL path, or refuse it.
+
+    Ids are int64 (reference/service-api.md §7), so only an int or a string of digits is
+    accepted: an id like ``../admin`` or ``1/teams`` can never change the path.
+
+    Raises:
+        ConfigurationError: The value is not a non-negative int64 id.
+    """
+    if isinstance(value, bool):
+        raise ConfigurationError(f"{name} must be an integer id, got {value!r}")
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str) and value.isascii() and value.isdigit():
+        number = int(value)
+    else:
+        raise ConfigurationError(f"{name} must be an integer id, got {value!r}")
+    if not 0 <= number <= _INT64_MAX:
+        raise ConfigurationError(f"{name} must be a non-negative int64 id, got {value!r}")
+    return str(number)
+
+
+class Resource:
+    """Base of the ``client.<area>`` objects: thin typed methods over the client's send."""
+
+    def __init__(self, client: ContractClient) -> None:
+        self._client = client
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} resource>"

@@ -1,0 +1,198 @@
+"""``client.contracts``: create, read, change and delete contracts."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from contractsdk._exceptions import ResponseValidationError
+from contractsdk._http import Response
+from contractsdk.models import Contract, ContractField, Link
+from contractsdk.models._base import id_from_href
+from contractsdk.resources._base import Resource, path_id
+from contractsdk.validation import TermValue
+
+__all__ = ["Contracts", "flatten_fields"]
+
+
+def flatten_fields(fields: Iterable[Mapping[str, Any]]) -> tuple[ContractField, ...]:
+    """Flatten a nested ``fields`` payload into stored fields, parents before children."""
+    flat: builtins.list[ContractField] = []
+    stack = builtins.list(reversed(builtins.list(fields)))
+    while stack:
+        field = stack.pop()
+        flat.append(ContractField(id=field.get("id"), name=field.get("name"), value=field["value"]))
+        stack.extend(reversed(field.get("nested_fields", ())))
+    return tuple(flat)
+
+
+def _created_link(response: Response) -> Link:
+    """Read the new contract's URL from the create call's Link body or ``Location`` header.
+
+    service-api.md §5: create endpoints answer with a bare ``Link``; clients read the id from
+    its href.
+    """
+    href: object = None
+    try:
+        body = response.json() if response.content else None
+    except ValueError:
+        body = None
+    if isinstance(body, Mapping):
+        href = body.get("href")
+        if href is None:  # a HAL-shaped answer: {"_links": {"self": {"href": ...}}}
+            links = body.get("_links")
+            self_link = links.get("self") if isinstance(links, Mapping) else None
+            href = self_link.get("href") if isinstance(self_link, Mapping) else None
+    if not isinstance(href, str):
+        href = response.headers.get("location")
+    if not isinstance(href, str) or id_from_href(href) is None:
+        request = response.request
+        raise ResponseValidationError(
+            "the create-contract answer names no contract: no Link href or Location header "
+            "ending in an id",
+            model="Link",
+            errors=["$.href: missing"],
+            method=request.method if request else "",
+            url=request.path if request else "",
+        )
+    return Link(rel="self", href=href)
+
+
+class Contracts(Resource):
+    """Contracts in teams (reference/service-api.md §7, Contracts)."""
+
+    async def create(
+        self,
+        team_id: int,
+        /,
+        *,
+        template_id: int,
+        created_by: int,
+        values: Mapping[str | int, TermValue] | None = None,
+        require_all: bool = False,
+        idempotency_key: str | None = None,
+    ) -> Contract:
+        """Create a contract from a template version, after validating its values.
+
+        The values are checked against the template's terms (fetched once per template and
+        kept by the client) with the exclusive-option rule; nothing is sent when they fail.
+        The answer is a Link, so the returned contract holds the id and the values sent;
+        call :meth:`get` for the service's dates.
+
+        Args:
+            team_id: The team that will hold the contract; ``created_by`` must be its owner
+                or a member.
+            template_id: The template version's id.
+            created_by: The id of the user creating it.
+            values: ``{term name or id: value}``; values may be str, int, float, Decimal,
+                date or datetime and are sent as strings.
+            require_all: Also refuse values that leave an applicable term unanswered.
+            idempotency_key: Your own key (e.g. derived from your record's id), so that a
+                repeated call can never create a second contract. One is generated per call
+                otherwise, and reused by every retry of that call.
+
+        Raises:
+            TermValidationError: The values break the terms (nothing was sent).
+            PermissionDeniedError: ``created_by`` may not create contracts in the team.
+        """
+        team = path_id(team_id, "team_id")
+        template = int(path_id(template_id, "template_id"))
+        creator = int(path_id(created_by, "created_by"))
+        terms = await self._client._term_set(template)
+        fields = terms.build_fields(values or {}, require_all=require_all)
+        body = {"created_by_user_id": creator, "template_id": template, "fields": fields}
+        response = await self._client._send_json(
+            "POST", f"/teams/{team}/contracts", body, idempotency_key=idempotency_key
+        )
+        link = _created_link(response)
+        stored = flatten_fields(fields)
+        name = next((field.value for field in stored if field.name == "contract_name"), None)
+        return Contract(
+            id=id_from_href(link.href),
+            name=name,
+            fields=stored,
+            links=(link,),
+            raw={"href": link.href, "rel": "self"},
+        )
+
+    async def list(self, team_id: int, /) -> builtins.list[Contract]:
+        """Return the contracts held by a team."""
+        path = f"/teams/{path_id(team_id, 'team_id')}/contracts"
+        return await self._client._get_list(path, Contract)
+
+    async def get(self, contract_id: int, /) -> Contract:
+        """Return one contract."""
+        contract_path = path_id(contract_id, "contract_id")
+        contract = await self._client._get(f"/contracts/{contract_path}", Contract)
+        return (
+            contract if contract.id is not None else attrs.evolve(contract, id=int(contract_path))
+        )
+
+    async def update(
+        self,
+        contract_id: int,
+        /,
+        *,
+        values: Mapping[str | int, TermValue],
+        template_id: int | None = None,
+        require_all: bool = False,
+    ) -> Contract:
+        """Change a contract's values and return the contract.
+
+        The service's contract JSON does not name its template, so the values are checked
+        against the terms only when you give ``template_id``; then nested answers are sent
+        under their chosen option as on create. Without it, each value is sent as a flat
+        ``{name, value}`` field, unchecked.
+
+        Args:
+            contract_id: The contract's id.
+            values: ``{term name or id: value}``.
+            template_id: The contract's template version, to validate the values first.
+            require_all: With ``template_id``: also refuse unanswered applicable terms.
+
+        Raises:
+            TermValidationError: With ``template_id``: the values break the terms.
+        """
+        contract_path = path_id(contract_id, "contract_id")
+        fields: builtins.list[dict[str, Any]]
+        if template_id is not None:
+            terms = await self._client._term_set(int(path_id(template_id, "template_id")))
+            fields = terms.build_fields(values, require_all=require_all)
+        else:
+            fields = [_flat_field(key, value) for key, value in values.items()]
+        contract = await self._client._patch(
+            f"/contracts/{contract_path}", Contract, {"fields": fields}
+        )
+        return (
+            contract if contract.id is not None else attrs.evolve(contract, id=int(contract_path))
+        )
+
+    async def delete(self, contract_id: int, /) -> None:
+        """Delete a contract."""
+        await self._client._send_json("DELETE", f"/contracts/{path_id(contract_id, 'contract_id')}")
+
+    async def download_pdf(self, contract_id: int, /) -> bytes:
+        """Return the contract rendered as a PDF document."""
+        path = f"/contracts/{path_id(contract_id, 'contract_id')}/pdf"
+        response = await self._client._send_json("GET", path, accept="application/pdf")
+        return response.content
+
+    async def download_html(self, contract_id: int, /) -> str:
+        """Return the contract rendered as HTML."""
+        path = f"/contracts/{path_id(contract_id, 'contract_id')}/html"
+        response = await self._client._send_json("GET", path, accept="text/html")
+        return response.text
+
+
+def _flat_field(key: str | int, value: TermValue) -> dict[str, Any]:
+    from contractsdk.validation import to_wire_value
+
+    field: dict[str, Any] = {"value": to_wire_value(value)}
+    if isinstance(key, int) and not isinstance(key, bool):
+        field["id"] = key
+    else:
+        field["name"] = str(key)
+    return field

@@ -1,0 +1,66 @@
+"""``client.templates``: the versions of a contract type's template."""
+
+from __future__ import annotations
+
+import builtins
+import re
+
+from contractsdk._exceptions import NotFoundError
+from contractsdk.models import Template
+from contractsdk.resources._base import Resource, path_id
+
+__all__ = ["Templates", "newest_first"]
+
+_NUMBER = re.compile(r"\d+")
+
+
+def newest_first(templates: builtins.list[Template]) -> builtins.list[Template]:
+    """Order template versions newest first.
+
+    The service documents neither the format of ``version`` nor the order of the list
+    (reference/service-api.md §7, Templates), so versions are compared by their numbers
+    (``"2"`` > ``"1.10"`` > ``"1.9"``, ``"v7"`` as 7) and then by id.
+    """
+
+    def key(template: Template) -> tuple[tuple[int, ...], int]:
+        return tuple(int(n) for n in _NUMBER.findall(template.version)), template.id
+
+    return sorted(templates, key=key, reverse=True)
+
+
+class Templates(Resource):
+    """Read template versions (reference/service-api.md §7, Templates)."""
+
+    def _path(self, team_id: int, contract_type_id: int) -> str:
+        return (
+            f"/teams/{path_id(team_id, 'team_id')}"
+            f"/contract-types/{path_id(contract_type_id, 'contract_type_id')}/templates"
+        )
+
+    async def list(self, team_id: int, contract_type_id: int, /) -> builtins.list[Template]:
+        """Return the template versions of a contract type, newest first.
+
+        Args:
+            team_id: The team's id.
+            contract_type_id: The contract type's id.
+        """
+        path = self._path(team_id, contract_type_id)
+        return newest_first(await self._client._get_list(path, Template))
+
+    async def latest(self, team_id: int, contract_type_id: int, /) -> Template:
+        """Return the newest template version of a contract type.
+
+        Raises:
+            NotFoundError: The contract type has no template versions.
+        """
+        versions = await self.list(team_id, contract_type_id)
+        if not versions:
+            raise NotFoundError(
+                f"contract type {contract_type_id} has no template versions in team {team_id}"
+            )
+        return versions[0]
+
+    async def get(self, team_id: int, contract_type_id: int, template_id: int, /) -> Template:
+        """Return one template version."""
+        path = f"{self._path(team_id, contract_type_id)}/{path_id(template_id, 'template_id')}"
+        return await self._client._get(path, Template)

@@ -1,0 +1,11 @@
+"""What your own tests need to test code that uses contractsdk.
+
+* :class:`MockTransport` runs the real client against a handler function.
+* :func:`json_response` builds a response for a handler.
+* The pytest plugin (loaded automatically) provides ``sandbox_server`` and
+  ``sandbox_client`` fixtures backed by the embedded emulator.
+"""
+
+from contractsdk.testing._mock import Handler, MockTransport, json_response
+
+__all__ = ["Handler", "MockTransport", "json_response"]

@@ -1,0 +1,4 @@
+"""The contractsdk pytest plugin (registered through the ``pytest11`` entry point).
+
+Its fixtures arrive with the sandbox emulator; until then it registers nothing.
+"""

@@ -1,0 +1,38 @@
+"""Shared fixtures: a clean environment, the fake service and a client bound to it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from contractsdk import ContractClient
+from contractsdk._config import ENV_VARS
+from contractsdk.testing import MockTransport
+from tests._fakeservice import FakeService
+
+#: An obviously fake key; tests look for it in logs and reprs.
+API_KEY = "test-key-0123456789abcdef"
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep a developer's CONTRACTSDK_* variables out of the tests."""
+    for name in ENV_VARS.values():
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def service() -> FakeService:
+    return FakeService()
+
+
+@pytest.fixture
+def transport(service: FakeService) -> MockTransport:
+    return MockTransport(service)
+
+
+@pytest.fixture
+async def client(transport: MockTransport) -> AsyncIterator[ContractClient]:
+    async with ContractClient(api_key=API_KEY, environment="sandbox", transport=transport) as c:
+        yield c

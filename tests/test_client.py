@@ -1,0 +1,277 @@
+"""The whole flow through MockTransport, and the client's own rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from contractsdk import (
+    ConfigurationError,
+    Contract,
+    ContractClient,
+    NotFoundError,
+    ResponseValidationError,
+    TermSet,
+    TermValidationError,
+)
+from contractsdk.testing import MockTransport, json_response
+from tests._fakeservice import FakeService
+from tests.conftest import API_KEY
+
+
+def rent_values(name: str = "Flat 1") -> dict[str, str]:
+    return {
+        "contract_name": name,
+        "contract_rentFrequency": "month",
+        "contract_breakClause": "breakClauseYes",
+        "contract_breakClauseStart": "6 months",
+    }
+
+
+async def test_whole_flow(client: ContractClient, service: FakeService) -> None:
+    """A user goes from an API key to a created, listed, read, changed and deleted contract."""
+    user = await client.users.get(service.USER_ID)
+    assert user.first_name == "Ada"
+    teams = await client.teams.list(user.id)
+    assert {t.name for t in teams} == {"Personal Team", "Acme"}
+    team = await client.teams.create(user.id, name="New team")
+    assert team.created is not None and team.created.year == 2022
+    assert (await client.teams.rename(team.id, name="Renamed")).name == "Renamed"
+    types = await client.contract_types.list(team.id)
+    assert types[0].id == service.TYPE_ID
+    versions = await client.templates.list(team.id, types[0].id)
+    assert [v.version for v in versions] == ["10", "7"]  # newest first, numerically
+    template = await client.templates.latest(team.id, types[0].id)
+    assert template.id == 150
+    terms = await client.terms.list(template.id)
+    assert isinstance(terms, TermSet)
+
+    contract = await client.contracts.create(
+        team.id, template_id=template.id, created_by=user.id, values=rent_values()
+    )
+    assert contract.id == 500
+    assert contract.name == "Flat 1"
+    sent = service.contracts[500]["body"]
+    assert sent["created_by_user_id"] == user.id and sent["template_id"] == 150
+    rent = next(f for f in sent["fields"] if f["name"] == "contract_rentFrequency")
+    # The nested answers travel inside the parent's nested_fields, 3 levels deep.
+    brk = rent["nested_fields"][0]
+    assert (rent["value"], brk["name"], brk["value"]) == ("month", "contract_breakClause",
+                                                          "breakClauseYes")  # fmt: skip
+    assert brk["nested_fields"][0] == {
+        "id": brk["nested_fields"][0]["id"],
+        "name": "contract_breakClauseStart",
+        "value": "6 months",
+    }
+
+    listed = await client.contracts.list(team.id)
+    assert [c.id for c in listed] == [500]
+    fetched = await client.contracts.get(500)
+    assert fetched.values["contract_breakClauseStart"] == "6 months"
+    updated = await client.contracts.update(
+        500, values={"contract_name": "Flat 2"}, template_id=template.id
+    )
+    assert updated.id == 500
+    assert await client.contracts.download_pdf(500) == b"%PDF-1.4 fake"
+    await client.contracts.delete(500)
+    with pytest.raises(NotFoundError, match="Contract 500 not found"):
+        await client.contracts.get(500)
+
+
+async def test_terms_are_fetched_once_per_template(
+    client: ContractClient, service: FakeService
+) -> None:
+    """Creating many contracts from one template fetches its terms once."""
+    for n in range(3):
+        await client.contracts.create(
+            70, template_id=149, created_by=7, values={"contract_name": f"c{n}"}
+        )
+    terms_calls = [r for r in service.requests if r.path.endswith("/terms")]
+    assert len(terms_calls) == 1
+
+
+async def test_invalid_values_send_nothing(client: ContractClient, service: FakeService) -> None:
+    """Values breaking the exclusive-option rule raise before any contract request is sent."""
+    values = {
+        "contract_name": "x",
+        "contract_rentFrequency": "week",
+        "contract_breakClause": "breakClauseNo",  # only applies under "month"
+        "contract_rentFrequncy": "month",  # typo: unknown term
+    }
+    with pytest.raises(TermValidationError) as caught:
+        await client.contracts.create(70, template_id=149, created_by=7, values=values)
+    kinds = {problem.kind for problem in caught.value.problems}
+    assert {"inapplicable", "unknown_term"} <= kinds
+    assert not [r for r in service.requests if r.method == "POST"]
+
+
+async def test_create_contract_whole_flow(client: ContractClient, service: FakeService) -> None:
+    """create_contract picks the personal team and the newest template by default."""
+    contract = await client.create_contract(
+        user_id=7, contract_type_id=service.TYPE_ID, values=rent_values("Flat 9")
+    )
+    stored = service.contracts[contract.id or 0]
+    assert stored["team"] == service.PERSONAL_TEAM
+    assert stored["body"]["template_id"] == 150
+
+
+async def test_create_contract_with_explicit_team_and_template(
+    client: ContractClient, service: FakeService
+) -> None:
+    """An explicit team and template are used as given, without looking them up."""
+    await client.create_contract(
+        user_id=7, contract_type_id=service.TYPE_ID, values={"contract_name": "x"},
+        team_id=service.OTHER_TEAM, template_id=149,
+    )  # fmt: skip
+    assert not [r for r in service.requests if r.path.endswith(("/teams", "/templates"))]
+    assert service.contracts[500]["team"] == service.OTHER_TEAM
+
+
+async def test_contract_id_from_location_header() -> None:
+    """The new contract's id comes from the Location header when the body has no Link."""
+    service = FakeService()
+
+    def handler(request):  # type: ignore[no-untyped-def]
+        if request.method == "POST":
+            return json_response(201, None, headers={"Location": "https://x/v1/contracts/42"})
+        return service(request)
+
+    async with ContractClient(api_key=API_KEY, transport=MockTransport(handler)) as client:
+        contract = await client.contracts.create(
+            70, template_id=149, created_by=7, values={"contract_name": "x"}
+        )
+    assert contract.id == 42
+
+
+async def test_create_answer_without_id_is_a_validation_error() -> None:
+    """A create answer naming no contract raises ResponseValidationError, not a guess."""
+    service = FakeService()
+
+    def handler(request):  # type: ignore[no-untyped-def]
+        if request.method == "POST":
+            return json_response(201, {"rel": "self"})
+        return service(request)
+
+    async with ContractClient(api_key=API_KEY, transport=MockTransport(handler)) as client:
+        with pytest.raises(ResponseValidationError, match="names no contract"):
+            await client.contracts.create(70, template_id=149, created_by=7, values={})
+
+
+@pytest.mark.parametrize("bad", ["../admin", "1/teams", "1?x=1", "", "-1", "１２", True, 1.5, None,
+                                 2**63])  # fmt: skip
+async def test_ids_can_never_change_the_path(
+    client: ContractClient, service: FakeService, bad: object
+) -> None:
+    """Ids that are not int64 numbers are refused before anything is sent."""
+    with pytest.raises(ConfigurationError, match="id"):
+        await client.users.get(bad)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError):
+        await client.contracts.get(bad)  # type: ignore[arg-type]
+    assert service.requests == []
+
+
+async def test_digit_string_ids_are_accepted(client: ContractClient) -> None:
+    """An id given as a string of digits works like the int."""
+    user = await client.users.get("7")  # type: ignore[arg-type]
+    assert user.id == 7
+
+
+@pytest.mark.parametrize("name", ["", "   ", "x" * 256])
+async def test_bad_team_names_are_refused(
+    client: ContractClient, service: FakeService, name: str
+) -> None:
+    """Blank names and names over 255 characters are refused before sending."""
+    with pytest.raises(ConfigurationError, match="name"):
+        await client.teams.create(7, name=name)
+    assert service.requests == []
+
+
+async def test_team_name_of_255_characters_is_accepted(client: ContractClient) -> None:
+    """The service's limit is inclusive."""
+    team = await client.teams.create(7, name="x" * 255)
+    assert len(team.name) == 255
+
+
+async def test_posts_carry_an_idempotency_key(
+    client: ContractClient, service: FakeService
+) -> None:
+    """Every POST carries an Idempotency-Key, and a caller's own key is sent unchanged."""
+    await client.teams.create(7, name="a")
+    await client.contracts.create(
+        70, template_id=149, created_by=7, values={"contract_name": "x"}, idempotency_key="row-1"
+    )
+    posts = [r for r in service.requests if r.method == "POST"]
+    assert len(posts[0].headers["Idempotency-Key"]) == 36
+    assert posts[1].headers["Idempotency-Key"] == "row-1"
+
+
+async def test_requests_carry_the_bearer_key(client: ContractClient, transport: MockTransport) -> None:
+    """The API key is sent as a bearer token, with JSON accept and a user agent."""
+    await client.users.get(7)
+    sent = transport.requests[0]
+    assert sent.headers["Authorization"] == f"Bearer {API_KEY}"
+    assert sent.headers["Accept"] == "application/json"
+    assert sent.url == "https://sandbox.legislate.tech/v1/users/7"
+    assert "contractsdk" in sent.headers["User-Agent"]
+
+
+async def test_closed_client_refuses_calls(transport: MockTransport) -> None:
+    """A closed client raises instead of reopening connections."""
+    client = ContractClient(api_key=API_KEY, transport=transport)
+    async with client:
+        pass
+    assert transport.closed
+    with pytest.raises(ConfigurationError, match="closed"):
+        await client.users.get(7)
+
+
+async def test_personal_team_falls_back_to_oldest(service: FakeService) -> None:
+    """When no team is called "Personal Team", the oldest team is the personal one."""
+    service.teams[service.PERSONAL_TEAM]["name"] = "Renamed"
+    async with ContractClient(api_key=API_KEY, transport=MockTransport(service)) as client:
+        team = await client.personal_team(7)
+    assert team.id == service.OTHER_TEAM  # created 2022-06-12, before the renamed one
+
+
+async def test_stats_count_requests_and_statuses(client: ContractClient) -> None:
+    """client.stats counts requests and responses by status."""
+    await client.users.get(7)
+    with pytest.raises(NotFoundError):
+        await client.users.get(8)
+    stats = client.stats
+    assert stats.requests == 2
+    assert stats.responses == {200: 1, 404: 1}
+
+
+async def test_event_hooks_see_requests_without_credentials(transport: MockTransport) -> None:
+    """Request and response hooks run, sync or async, and never see the Authorization header."""
+    seen: list[object] = []
+
+    async def on_response(response: object) -> None:
+        seen.append(response)
+
+    async with ContractClient(
+        api_key=API_KEY,
+        transport=transport,
+        event_hooks={"request": [seen.append], "response": [on_response]},
+    ) as client:
+        await client.users.get(7)
+    request, response = seen
+    assert "Authorization" not in request.headers  # type: ignore[attr-defined]
+    assert response.status_code == 200  # type: ignore[attr-defined]
+
+
+def test_unknown_event_hook_is_refused() -> None:
+    """A misspelt event name is a configuration error."""
+    with pytest.raises(ConfigurationError, match="unknown event hook"):
+        ContractClient(api_key=API_KEY, event_hooks={"requests": []})
+
+
+async def test_contract_model_reads_listed_contracts(
+    client: ContractClient, service: FakeService
+) -> None:
+    """Listed contracts get their id from the self link (the JSON has no id key)."""
+    await client.contracts.create(70, template_id=149, created_by=7, values={"contract_name": "a"})
+    (contract,) = await client.contracts.list(70)
+    assert isinstance(contract, Contract)
+    assert contract.id == 500 and contract.name == "a"
+    assert "id" not in contract.raw
