@@ -35,7 +35,9 @@ def typecheck(session: nox.Session) -> None:
 def docs(session: nox.Session) -> None:
     """Build the docs site (warnings are errors)."""
     session.install("-e", ".[docs]")
-    session.run("sphinx-build", "-W", "--keep-going", "-n", "-b", "html", "docs", "docs/_build/html")
+    session.run(
+        "sphinx-build", "-W", "--keep-going", "-n", "-b", "html", "docs", "docs/_build/html"
+    )
 
 
 @nox.session

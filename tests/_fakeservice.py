@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from contractsdk import Request, Response
 from contractsdk.testing import json_response
@@ -22,22 +23,48 @@ HOST = "https://sandbox.legislate.tech"
 
 #: A hand-written tree, 3 term levels deep, used when the sample is absent.
 SMALL_TERMS: list[dict[str, Any]] = [
-    {"id": 1, "label": "Name", "name": "contract_name",
-     "links": [{"rel": "self", "href": f"{HOST}/v1/terms/1"}]},
-    {"id": 2, "label": "Rent frequency", "name": "contract_rentFrequency",
-     "options": [
-         {"value": "month", "nested_fields": [
-             {"id": 3, "label": "Break clause?", "name": "contract_breakClause",
-              "options": [
-                  {"value": "breakClauseYes", "nested_fields": [
-                      {"id": 4, "label": "After how long?", "name": "contract_breakClauseStart",
-                       "options": [{"value": "3 months"}, {"value": "6 months"}],
-                       "links": [{"rel": "self", "href": f"{HOST}/v1/terms/4"}]}]},
-                  {"value": "breakClauseNo"}],
-              "links": [{"rel": "self", "href": f"{HOST}/v1/terms/3"}]}]},
-         {"value": "week"}],
-     "links": [{"rel": "self", "href": f"{HOST}/v1/terms/2"}]},
-]  # fmt: skip
+    {
+        "id": 1,
+        "label": "Name",
+        "name": "contract_name",
+        "links": [{"rel": "self", "href": f"{HOST}/v1/terms/1"}],
+    },
+    {
+        "id": 2,
+        "label": "Rent frequency",
+        "name": "contract_rentFrequency",
+        "options": [
+            {
+                "value": "month",
+                "nested_fields": [
+                    {
+                        "id": 3,
+                        "label": "Break clause?",
+                        "name": "contract_breakClause",
+                        "options": [
+                            {
+                                "value": "breakClauseYes",
+                                "nested_fields": [
+                                    {
+                                        "id": 4,
+                                        "label": "After how long?",
+                                        "name": "contract_breakClauseStart",
+                                        "options": [{"value": "3 months"}, {"value": "6 months"}],
+                                        "links": [{"rel": "self", "href": f"{HOST}/v1/terms/4"}],
+                                    }
+                                ],
+                            },
+                            {"value": "breakClauseNo"},
+                        ],
+                        "links": [{"rel": "self", "href": f"{HOST}/v1/terms/3"}],
+                    }
+                ],
+            },
+            {"value": "week"},
+        ],
+        "links": [{"rel": "self", "href": f"{HOST}/v1/terms/2"}],
+    },
+]
 
 
 def load_terms() -> list[dict[str, Any]]:
@@ -55,7 +82,7 @@ class FakeService:
     PERSONAL_TEAM = 70
     OTHER_TEAM = 71
     TYPE_ID = 6690589634461711
-    TEMPLATES = [{"id": 149, "version": "7"}, {"id": 150, "version": "10"}]
+    TEMPLATES: ClassVar = [{"id": 149, "version": "7"}, {"id": 150, "version": "10"}]
 
     def __init__(self, terms: list[dict[str, Any]] | None = None) -> None:
         self.terms = terms if terms is not None else load_terms()
@@ -63,12 +90,18 @@ class FakeService:
         self.next_contract = 500
         self.requests: list[Request] = []
         self.teams = {
-            self.PERSONAL_TEAM: {"id": self.PERSONAL_TEAM, "name": "Personal Team",
-                                 "created": "2022-06-16 15:16:27.980+0000"},
-            self.OTHER_TEAM: {"id": self.OTHER_TEAM, "name": "Acme",
-                              "created": "2022-06-12 12:45:52.871+0000"},
-        }  # fmt: skip
-        self.routes = [
+            self.PERSONAL_TEAM: {
+                "id": self.PERSONAL_TEAM,
+                "name": "Personal Team",
+                "created": "2022-06-16 15:16:27.980+0000",
+            },
+            self.OTHER_TEAM: {
+                "id": self.OTHER_TEAM,
+                "name": "Acme",
+                "created": "2022-06-12 12:45:52.871+0000",
+            },
+        }
+        self.routes: list[tuple[str, str, Callable[..., Response]]] = [
             ("GET", r"/v1/users/(\d+)", self.get_user),
             ("GET", r"/v1/users/(\d+)/teams", self.list_teams),
             ("POST", r"/v1/users/(\d+)/teams", self.create_team),
@@ -93,8 +126,9 @@ class FakeService:
             if match and method == request.method:
                 result: Response = handler(request, *(int(g) for g in match.groups()))
                 return result
-        return json_response(404, {"status": 404, "error": "Not Found", "message": "No route",
-                                   "path": path})  # fmt: skip
+        return json_response(
+            404, {"status": 404, "error": "Not Found", "message": "No route", "path": path}
+        )
 
     def team_json(self, team_id: int) -> dict[str, Any]:
         return {**self.teams[team_id], "_links": {"self": {"href": f"{HOST}/v1/teams/{team_id}"}}}
@@ -112,18 +146,35 @@ class FakeService:
 
     def get_user(self, request: Request, user_id: int) -> Response:
         if user_id != self.USER_ID:
-            return json_response(404, {"status": 404, "error": "Not Found",
-                                       "message": f"User with id {user_id} not found"})  # fmt: skip
-        return json_response(200, {"id": user_id, "email": "ada@example.com", "first_name": "Ada",
-                                   "last_name": "Lovelace", "created": "2022-06-01T10:00:00Z"})  # fmt: skip
+            return json_response(
+                404,
+                {
+                    "status": 404,
+                    "error": "Not Found",
+                    "message": f"User with id {user_id} not found",
+                },
+            )
+        return json_response(
+            200,
+            {
+                "id": user_id,
+                "email": "ada@example.com",
+                "first_name": "Ada",
+                "last_name": "Lovelace",
+                "created": "2022-06-01T10:00:00Z",
+            },
+        )
 
     def list_teams(self, request: Request, user_id: int) -> Response:
         return json_response(200, [self.team_json(t) for t in self.teams])
 
     def create_team(self, request: Request, user_id: int) -> Response:
         team_id = max(self.teams) + 1
-        self.teams[team_id] = {"id": team_id, "name": request.json()["name"],
-                               "created": "2022-06-20 09:00:00.000+0000"}  # fmt: skip
+        self.teams[team_id] = {
+            "id": team_id,
+            "name": request.json()["name"],
+            "created": "2022-06-20 09:00:00.000+0000",
+        }
         return json_response(201, self.team_json(team_id))
 
     def get_team(self, request: Request, team_id: int) -> Response:
@@ -134,8 +185,16 @@ class FakeService:
         return json_response(200, self.team_json(team_id))
 
     def list_types(self, request: Request, team_id: int) -> Response:
-        return json_response(200, [{"id": self.TYPE_ID, "name": "Assured Shorthold Tenancy",
-                                    "links": [{"rel": "self", "href": f"{HOST}/v1/contract-types/{self.TYPE_ID}"}]}])  # fmt: skip
+        return json_response(
+            200,
+            [
+                {
+                    "id": self.TYPE_ID,
+                    "name": "Assured Shorthold Tenancy",
+                    "links": [{"rel": "self", "href": f"{HOST}/v1/contract-types/{self.TYPE_ID}"}],
+                }
+            ],
+        )
 
     def list_templates(self, request: Request, team_id: int, type_id: int) -> Response:
         return json_response(200, self.TEMPLATES)
@@ -159,13 +218,20 @@ class FakeService:
         return json_response(201, {"rel": "self", "href": href}, headers={"Location": href})
 
     def list_contracts(self, request: Request, team_id: int) -> Response:
-        return json_response(200, [self.contract_json(c) for c, v in self.contracts.items()
-                                   if v["team"] == team_id])  # fmt: skip
+        return json_response(
+            200, [self.contract_json(c) for c, v in self.contracts.items() if v["team"] == team_id]
+        )
 
     def get_contract(self, request: Request, contract_id: int) -> Response:
         if contract_id not in self.contracts:
-            return json_response(404, {"status": 404, "error": "Not Found",
-                                       "message": f"Contract {contract_id} not found"})  # fmt: skip
+            return json_response(
+                404,
+                {
+                    "status": 404,
+                    "error": "Not Found",
+                    "message": f"Contract {contract_id} not found",
+                },
+            )
         return json_response(200, self.contract_json(contract_id))
 
     def update_contract(self, request: Request, contract_id: int) -> Response:
@@ -177,5 +243,6 @@ class FakeService:
         return json_response(200, {"_links": {}})
 
     def pdf(self, request: Request, contract_id: int) -> Response:
-        return Response(status_code=200, headers={"Content-Type": "application/pdf"},
-                        content=b"%PDF-1.4 fake")  # fmt: skip
+        return Response(
+            status_code=200, headers={"Content-Type": "application/pdf"}, content=b"%PDF-1.4 fake"
+        )

@@ -9,6 +9,8 @@ from contractsdk import (
     Contract,
     ContractClient,
     NotFoundError,
+    Request,
+    Response,
     ResponseValidationError,
     TermSet,
     TermValidationError,
@@ -55,8 +57,11 @@ async def test_whole_flow(client: ContractClient, service: FakeService) -> None:
     rent = next(f for f in sent["fields"] if f["name"] == "contract_rentFrequency")
     # The nested answers travel inside the parent's nested_fields, 3 levels deep.
     brk = rent["nested_fields"][0]
-    assert (rent["value"], brk["name"], brk["value"]) == ("month", "contract_breakClause",
-                                                          "breakClauseYes")  # fmt: skip
+    assert (rent["value"], brk["name"], brk["value"]) == (
+        "month",
+        "contract_breakClause",
+        "breakClauseYes",
+    )
     assert brk["nested_fields"][0] == {
         "id": brk["nested_fields"][0]["id"],
         "name": "contract_breakClauseStart",
@@ -119,9 +124,12 @@ async def test_create_contract_with_explicit_team_and_template(
 ) -> None:
     """An explicit team and template are used as given, without looking them up."""
     await client.create_contract(
-        user_id=7, contract_type_id=service.TYPE_ID, values={"contract_name": "x"},
-        team_id=service.OTHER_TEAM, template_id=149,
-    )  # fmt: skip
+        user_id=7,
+        contract_type_id=service.TYPE_ID,
+        values={"contract_name": "x"},
+        team_id=service.OTHER_TEAM,
+        template_id=149,
+    )
     assert not [r for r in service.requests if r.path.endswith(("/teams", "/templates"))]
     assert service.contracts[500]["team"] == service.OTHER_TEAM
 
@@ -130,7 +138,7 @@ async def test_contract_id_from_location_header() -> None:
     """The new contract's id comes from the Location header when the body has no Link."""
     service = FakeService()
 
-    def handler(request):  # type: ignore[no-untyped-def]
+    def handler(request: Request) -> Response:
         if request.method == "POST":
             return json_response(201, None, headers={"Location": "https://x/v1/contracts/42"})
         return service(request)
@@ -146,7 +154,7 @@ async def test_create_answer_without_id_is_a_validation_error() -> None:
     """A create answer naming no contract raises ResponseValidationError, not a guess."""
     service = FakeService()
 
-    def handler(request):  # type: ignore[no-untyped-def]
+    def handler(request: Request) -> Response:
         if request.method == "POST":
             return json_response(201, {"rel": "self"})
         return service(request)
@@ -156,8 +164,9 @@ async def test_create_answer_without_id_is_a_validation_error() -> None:
             await client.contracts.create(70, template_id=149, created_by=7, values={})
 
 
-@pytest.mark.parametrize("bad", ["../admin", "1/teams", "1?x=1", "", "-1", "１２", True, 1.5, None,
-                                 2**63])  # fmt: skip
+@pytest.mark.parametrize(
+    "bad", ["../admin", "1/teams", "1?x=1", "", "-1", "\uff11\uff12", True, 1.5, None, 2**63]
+)
 async def test_ids_can_never_change_the_path(
     client: ContractClient, service: FakeService, bad: object
 ) -> None:
@@ -191,9 +200,7 @@ async def test_team_name_of_255_characters_is_accepted(client: ContractClient) -
     assert len(team.name) == 255
 
 
-async def test_posts_carry_an_idempotency_key(
-    client: ContractClient, service: FakeService
-) -> None:
+async def test_posts_carry_an_idempotency_key(client: ContractClient, service: FakeService) -> None:
     """Every POST carries an Idempotency-Key, and a caller's own key is sent unchanged."""
     await client.teams.create(7, name="a")
     await client.contracts.create(
@@ -204,7 +211,9 @@ async def test_posts_carry_an_idempotency_key(
     assert posts[1].headers["Idempotency-Key"] == "row-1"
 
 
-async def test_requests_carry_the_bearer_key(client: ContractClient, transport: MockTransport) -> None:
+async def test_requests_carry_the_bearer_key(
+    client: ContractClient, transport: MockTransport
+) -> None:
     """The API key is sent as a bearer token, with JSON accept and a user agent."""
     await client.users.get(7)
     sent = transport.requests[0]

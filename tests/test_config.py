@@ -1,0 +1,143 @@
+"""Environments, base URLs, API versions and the CONTRACTSDK_* variables."""
+
+from __future__ import annotations
+
+import pytest
+
+from contractsdk import ApiKey, ClientCredentials, ConfigurationError, ContractClient, Environment
+from contractsdk._auth import StaticAuth, TokenAuth
+from contractsdk.testing import MockTransport
+from tests._fakeservice import FakeService
+from tests.conftest import API_KEY
+
+
+def test_sandbox_is_the_default() -> None:
+    """With only a key, the client talks to the sandbox, version v1."""
+    client = ContractClient(api_key=API_KEY)
+    assert client.environment is Environment.SANDBOX
+    assert client._base == "https://sandbox.legislate.tech/v1"
+
+
+def test_production_environment() -> None:
+    """environment='production' uses the production host and its documented limits."""
+    client = ContractClient(api_key=API_KEY, environment="production")
+    assert client._base == "https://api.legislate.tech/v1"
+    assert client.environment.write_rate == 100
+
+
+def test_unknown_environment_is_refused() -> None:
+    """A misspelt environment name is refused with the valid names."""
+    with pytest.raises(ConfigurationError, match="'sandbox' or 'production'"):
+        ContractClient(api_key=API_KEY, environment="prod")
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.0.0.1:8080", "http://localhost:1234/", "http://[::1]:80", "https://example.com"],
+)
+def test_accepted_base_urls(url: str) -> None:
+    """Https anywhere and plain http to loopback hosts are accepted."""
+    client = ContractClient(api_key=API_KEY, base_url=url)
+    assert client.environment.name == "custom"
+    assert client._base == url.rstrip("/") + "/v1"
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("http://example.com", "plain http to a remote host"),
+        ("http://10.0.0.5:8080", "plain http to a remote host"),
+        ("ftp://127.0.0.1", "absolute http"),
+        ("127.0.0.1:8080", "absolute http"),
+        ("https://user:pw@example.com", "must not hold credentials"),
+        ("https://example.com/?x=1", "query"),
+    ],
+)
+def test_refused_base_urls(url: str, message: str) -> None:
+    """Plain http to a remote host, relative URLs and URLs with credentials are refused."""
+    with pytest.raises(ConfigurationError, match=message):
+        ContractClient(api_key=API_KEY, base_url=url)
+
+
+def test_remote_http_auth_url_is_refused() -> None:
+    """A token endpoint over plain http to a remote host is refused too."""
+    credentials = ClientCredentials(client_id="c", client_secret="s", auth_url="http://evil.test")
+    with pytest.raises(ConfigurationError, match="auth_url"):
+        ContractClient(credentials=credentials)
+
+
+def test_base_url_keeps_environment_rules() -> None:
+    """A production client served from another URL still checks production's versions."""
+    with pytest.raises(ConfigurationError, match="not approved"):
+        ContractClient(
+            api_key=API_KEY,
+            environment="production",
+            base_url="https://proxy.test",
+            api_version="v2",
+        )
+
+
+def test_unapproved_version_refused_in_production() -> None:
+    """Production refuses a version that is not on its approved list."""
+    with pytest.raises(ConfigurationError, match="'v2' is not approved for production"):
+        ContractClient(api_key=API_KEY, environment="production", api_version="v2")
+
+
+def test_approved_versions_can_be_extended() -> None:
+    """A version added to approved_versions is accepted in production."""
+    client = ContractClient(
+        api_key=API_KEY, environment="production", api_version="v2", approved_versions={"v1", "v2"}
+    )
+    assert client._base.endswith("/v2")
+
+
+def test_sandbox_may_try_other_versions() -> None:
+    """The sandbox does not restrict versions."""
+    assert ContractClient(api_key=API_KEY, api_version="v2")._base.endswith("/v2")
+
+
+@pytest.mark.parametrize("version", ["1", "v1/../admin", "V1", ""])
+def test_malformed_versions_refused(version: str) -> None:
+    """An API version that is not 'v<number>' is refused."""
+    with pytest.raises(ConfigurationError, match="api_version"):
+        ContractClient(api_key=API_KEY, api_version=version)
+
+
+def test_custom_base_url_accepts_bound_keys() -> None:
+    """A key bound to an environment may be used against an explicit custom base URL."""
+    ContractClient(api_key=ApiKey(API_KEY, environment="production"), base_url="http://127.0.0.1:1")
+
+
+def test_no_credentials_is_a_clear_error() -> None:
+    """Without any credential the error names the arguments and variables to set."""
+    with pytest.raises(ConfigurationError, match="CONTRACTSDK_API_KEY"):
+        ContractClient()
+
+
+async def test_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no arguments the client reads its settings from CONTRACTSDK_* variables."""
+    monkeypatch.setenv("CONTRACTSDK_API_KEY", API_KEY)
+    monkeypatch.setenv("CONTRACTSDK_ENVIRONMENT", "production")
+    monkeypatch.setenv("CONTRACTSDK_BASE_URL", "http://127.0.0.1:9")
+    service = FakeService()
+    transport = MockTransport(service)
+    async with ContractClient(transport=transport) as client:
+        assert client.environment.name == "production"
+        assert isinstance(client._auth, StaticAuth)
+        await client.users.get(7)
+    assert transport.requests[0].url == "http://127.0.0.1:9/v1/users/7"
+    assert transport.requests[0].headers["Authorization"] == f"Bearer {API_KEY}"
+
+
+def test_client_credentials_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CONTRACTSDK_CLIENT_ID and CONTRACTSDK_CLIENT_SECRET select OAuth."""
+    monkeypatch.setenv("CONTRACTSDK_CLIENT_ID", "cid")
+    monkeypatch.setenv("CONTRACTSDK_CLIENT_SECRET", "secret")
+    assert isinstance(ContractClient()._auth, TokenAuth)
+
+
+def test_arguments_win_over_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An explicit argument is used even when its variable is set."""
+    monkeypatch.setenv("CONTRACTSDK_ENVIRONMENT", "production")
+    client = ContractClient(api_key=API_KEY, environment="sandbox")
+    assert client.environment.name == "sandbox"

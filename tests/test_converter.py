@@ -1,0 +1,187 @@
+"""Wire JSON → models: the facts of reference/service-api.md."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from contractsdk import (
+    Contract,
+    ContractType,
+    Link,
+    ResponseValidationError,
+    Team,
+    Template,
+    Term,
+    User,
+)
+from contractsdk._converter import parse_datetime, structure, structure_list
+from tests._fakeservice import SAMPLE
+
+
+class TestDates:
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            (
+                "2022-06-16 15:16:27.980+0000",
+                datetime(2022, 6, 16, 15, 16, 27, 980000, timezone.utc),
+            ),
+            ("2022-06-16T15:16:27Z", datetime(2022, 6, 16, 15, 16, 27, tzinfo=timezone.utc)),
+            (
+                "2022-06-16T15:16:27.123456789+01:00",
+                datetime(2022, 6, 16, 15, 16, 27, 123456, timezone(timedelta(hours=1))),
+            ),
+            ("2022-06-16T15:16", datetime(2022, 6, 16, 15, 16, tzinfo=timezone.utc)),
+            ("2022-06-16", datetime(2022, 6, 16, tzinfo=timezone.utc)),
+            (
+                "2022-06-16 15:16:27-0530",
+                datetime(2022, 6, 16, 15, 16, 27, tzinfo=timezone(-timedelta(hours=5, minutes=30))),
+            ),
+        ],
+    )
+    def test_formats(self, text: str, expected: datetime) -> None:
+        """Spring's team format, ISO 8601 variants and plain dates all parse, aware."""
+        assert parse_datetime(text) == expected
+
+    def test_epoch_millis(self) -> None:
+        """Epoch milliseconds are read as UTC."""
+        assert parse_datetime(1655392587980) == datetime(
+            2022, 6, 16, 15, 16, 27, 980000, timezone.utc
+        )
+
+    @pytest.mark.parametrize("bad", ["yesterday", "2022-13-45", True, None, {}])
+    def test_garbage(self, bad: object) -> None:
+        """Non-timestamps raise ValueError."""
+        with pytest.raises(ValueError):  # noqa: PT011  # the message varies by input
+            parse_datetime(bad)
+
+
+def test_team_with_hal_links_and_spring_date() -> None:
+    """A team reads its HAL _links and its Spring-style created date."""
+    team = structure(
+        {
+            "id": 123,
+            "name": "New team",
+            "created": "2022-06-16 15:16:27.980+0000",
+            "_links": {"self": {"href": "https://sandbox.legislate.tech/v1/teams/123"}},
+        },
+        Team,
+    )
+    assert team.links == (Link(rel="self", href="https://sandbox.legislate.tech/v1/teams/123"),)
+    assert team.created is not None and team.created.tzinfo is not None
+
+
+def test_contract_type_with_links_array_and_big_id() -> None:
+    """Contract types read the links array and keep 16-digit ids exact."""
+    kind = structure(
+        {
+            "id": 6690589634461711,
+            "name": "Section 8 Notice",
+            "links": [{"rel": "self", "href": "https://x/v1/contract-types/6690589634461711"}],
+        },
+        ContractType,
+    )
+    assert kind.id == 6690589634461711 and kind.links[0].rel == "self"
+
+
+def test_unknown_keys_are_kept() -> None:
+    """Keys the models do not know are tolerated and reachable through raw."""
+    template = structure({"id": 149, "version": "7", "status": "published"}, Template)
+    assert template.raw["status"] == "published"
+    assert "published" not in repr(template)  # raw is not in the repr
+
+
+def test_nested_fields_spellings() -> None:
+    """nested_fields and nestedFields both become an option's nested terms."""
+    for key in ("nested_fields", "nestedFields"):
+        term = structure(
+            {
+                "id": 1,
+                "name": "contract_a",
+                "label": "A",
+                "options": [{"value": "yes", key: [{"id": 2, "name": "contract_b", "label": "B"}]}],
+            },
+            Term,
+        )
+        assert term.options[0].nested_terms[0].name == "contract_b"
+
+
+@pytest.mark.skipif(
+    not SAMPLE.exists(), reason="../shared/reference/samples is not beside the repo"
+)
+def test_real_sample_three_levels_deep() -> None:
+    """The real 42-term sample reads, with options nested three term levels deep."""
+    terms = structure_list(json.loads(SAMPLE.read_text()), Term)
+    assert len(terms) == 42
+    rent = next(t for t in terms if t.name == "contract_rentFrequency")
+    month = rent.option("month")
+    assert month is not None
+    brk = month.nested_terms[0]
+    start = brk.options[0].nested_terms[0]
+    assert (brk.name, start.name) == ("contract_breakClause", "contract_breakClauseStart")
+    assert [o.value for o in start.options] == ["3 months", "6 months"]
+    assert start.links[0].href.endswith("/terms/3861")
+
+
+def test_contract_id_from_self_link() -> None:
+    """The contract JSON has no id; it comes from the self link, camelCase completedDate read."""
+    contract = structure(
+        {
+            "contract_name": "Lease",
+            "created_date": "2022-06-16T15:16:27.980Z",
+            "completedDate": "2022-07-01T00:00:00Z",
+            "purchased_date": None,
+            "fields": [{"id": 3775, "name": "contract_name", "value": "Lease"}],
+            "_links": {"self": {"href": "https://x/v1/contracts/991"}},
+        },
+        Contract,
+    )
+    assert contract.id == 991 and contract.name == "Lease"
+    assert contract.completed_date is not None and contract.values == {"contract_name": "Lease"}
+
+
+@pytest.mark.parametrize(
+    ("data", "where"),
+    [
+        ({"id": "abc", "name": "x"}, "$.id"),
+        ({"id": True, "name": "x"}, "$.id"),
+        ({"id": 1.5, "name": "x"}, "$.id"),
+        ({"id": 2**64, "name": "x"}, "$.id"),
+        ({"name": "x"}, "$.id"),
+        ({"id": 1, "name": {"a": 1}}, "$.name"),
+        ({"id": 1, "name": "x", "created": "yesterday"}, "$.created"),
+        ({"id": 1, "name": "x", "_links": {"self": {"no": "href"}}}, "$.links"),
+        ([1, 2], "$"),
+    ],
+)
+def test_unreadable_bodies_name_the_field(data: object, where: str) -> None:
+    """A body that does not fit raises ResponseValidationError naming the field."""
+    with pytest.raises(ResponseValidationError) as caught:
+        structure(data, Team, method="GET", url="/v1/teams/1")
+    error = caught.value
+    assert any(where in line for line in error.errors), error.errors
+    assert error.model == "Team" and error.url == "/v1/teams/1"
+    assert "Traceback" not in str(error)
+
+
+def test_list_errors_name_the_index() -> None:
+    """In a list, the bad item's index is named."""
+    with pytest.raises(ResponseValidationError, match=r"\$\[1\]\.name"):
+        structure_list([{"id": 1, "name": "a"}, {"id": 2, "name": None}], Team)
+
+
+def test_list_must_be_an_array() -> None:
+    """A list endpoint answering an object is an error, not an empty list."""
+    with pytest.raises(ResponseValidationError, match="expected an array"):
+        structure_list({"items": []}, User)
+
+
+def test_numeric_strings_for_ids_and_values() -> None:
+    """Ids sent as digit strings, and numbers where strings are expected, are read."""
+    contract = structure(
+        {"fields": [{"id": "3775", "name": "contract_rent", "value": 22}]}, Contract
+    )
+    assert contract.fields[0].id == 3775 and contract.fields[0].value == "22"

@@ -1,0 +1,127 @@
+"""The aiohttp transport, under aioresponses: request mapping and error translation only."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import aiohttp
+import pytest
+from aioresponses import CallbackResult, aioresponses
+
+import tests._aioresponses_compat  # noqa: F401  # aiohttp 3.14 support, see the module
+from contractsdk import (
+    AiohttpTransport,
+    ConnectError,
+    ConnectTimeoutError,
+    ContractClient,
+    NotFoundError,
+    ReadError,
+    ReadTimeoutError,
+    Request,
+    TransportError,
+)
+from tests._fakeservice import load_terms
+from tests.conftest import API_KEY
+
+BASE = "https://sandbox.legislate.tech/v1"
+
+
+async def test_request_is_mapped_and_response_read() -> None:
+    """Method, URL, headers and body reach aiohttp; status, headers and body come back."""
+    seen: dict[str, object] = {}
+
+    def callback(url: object, **kwargs: object) -> CallbackResult:
+        seen.update(kwargs)
+        return CallbackResult(status=201, body=b'{"ok": true}', headers={"X-Request-Id": "r1"})
+
+    transport = AiohttpTransport()
+    try:
+        with aioresponses() as mocked:
+            mocked.post(f"{BASE}/users/1/teams", callback=callback)
+            response = await transport.handle_async_request(
+                Request(
+                    method="POST",
+                    url=f"{BASE}/users/1/teams",
+                    headers={"Content-Type": "application/json"},
+                    content=b'{"name":"a"}',
+                )
+            )
+    finally:
+        await transport.aclose()
+    assert response.status_code == 201 and response.json() == {"ok": True}
+    assert response.headers["x-request-id"] == "r1"
+    assert seen["data"] == b'{"name":"a"}'
+    assert seen["headers"] == {"Content-Type": "application/json"}
+    assert seen["allow_redirects"] is False
+
+
+@pytest.mark.parametrize(
+    ("raised", "expected"),
+    [
+        (
+            aiohttp.ClientConnectorError(
+                aiohttp.client_reqrep.ConnectionKey("h", 443, True, True, None, None, None),
+                OSError(111, "refused"),
+            ),
+            ConnectError,
+        ),
+        (aiohttp.ConnectionTimeoutError(), ConnectTimeoutError),
+        (aiohttp.SocketTimeoutError(), ReadTimeoutError),
+        (asyncio.TimeoutError(), ReadTimeoutError),
+        (aiohttp.ServerDisconnectedError(), ReadError),
+        (aiohttp.ClientPayloadError("truncated"), ReadError),
+        (aiohttp.ClientOSError(104, "Connection reset by peer"), ReadError),
+        (aiohttp.ClientError("unexpected"), ReadError),
+    ],
+)
+async def test_aiohttp_errors_are_translated(
+    raised: BaseException, expected: type[TransportError]
+) -> None:
+    """Each aiohttp failure becomes the SDK error that says whether the request was sent."""
+    transport = AiohttpTransport()
+    try:
+        with aioresponses() as mocked:
+            mocked.get(f"{BASE}/users/1", exception=raised)
+            with pytest.raises(expected) as caught:
+                await transport.handle_async_request(Request(method="GET", url=f"{BASE}/users/1"))
+    finally:
+        await transport.aclose()
+    error = caught.value
+    assert type(error) is expected
+    assert error.method == "GET" and error.url == f"{BASE}/users/1"
+    assert isinstance(error.__cause__, type(raised))  # chained, but not leaked as the type
+
+
+async def test_client_over_aioresponses_with_sample_terms() -> None:
+    """The client reads sample-shaped terms and maps a 404 through the real transport."""
+    with aioresponses() as mocked:
+        mocked.get(
+            f"{BASE}/templates/149/terms",
+            body=json.dumps(load_terms()),
+            content_type="application/json",
+        )
+        mocked.get(
+            f"{BASE}/users/9",
+            status=404,
+            content_type="application/json",
+            body=b'{"status":404,"error":"Not Found","message":"User with id 9 not found"}',
+        )
+        async with ContractClient(api_key=API_KEY) as client:
+            terms = await client.terms.list(149)
+            with pytest.raises(NotFoundError, match="User with id 9 not found"):
+                await client.users.get(9)
+    assert terms.find("contract_name") is not None
+    call = mocked.requests[("GET", aiohttp.client.URL(f"{BASE}/templates/149/terms"))][0]  # type: ignore[attr-defined]
+    assert call.kwargs["headers"]["Authorization"] == f"Bearer {API_KEY}"
+
+
+async def test_session_is_closed_with_the_client() -> None:
+    """Closing the client closes the aiohttp session it made (no unclosed-session warning)."""
+    with aioresponses() as mocked:
+        mocked.get(f"{BASE}/users/1", payload={"id": 1})
+        client = ContractClient(api_key=API_KEY)
+        async with client:
+            await client.users.get(1)
+            session = client._transport._session  # type: ignore[attr-defined]
+        assert session is not None and session.closed
