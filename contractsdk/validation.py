@@ -36,7 +36,14 @@ import attrs
 from ._exceptions import TermValidationError
 from .models._models import Term
 
-__all__ = ["TermProblem", "TermSet", "TermValue", "TermValues", "values_from_fields"]
+__all__ = [
+    "ProblemKind",
+    "TermProblem",
+    "TermSet",
+    "TermValue",
+    "TermValues",
+    "values_from_fields",
+]
 
 TermValue = str | int | float | Decimal | date | None
 """A value a term accepts before it is sent as a string (``datetime`` is a ``date``).
@@ -59,6 +66,7 @@ ProblemKind = Literal[
     "bad_value",
     "duplicate",
 ]
+"""The kinds of :class:`TermProblem` (``docs/terms-and-validation.md`` shows each)."""
 
 # Separates the steps of a path: ``contract_rentFrequency=month › contract_breakClause``.
 PATH_SEPARATOR = " › "
@@ -490,7 +498,12 @@ class TermSet(Sequence[Term]):
                 depth = _break_depth(place, result)
                 if best is None or depth > best[1]:
                     best = (place, depth)
-            if best is None:  # only if an id and a name disagree; nothing better to say
+            if best is None:
+                # Only a malformed tree (one id under two names) gets here; never drop a
+                # value silently.
+                place = self._by_name[name][0]
+                message = "does not apply with the options chosen"
+                problems.append((place.index, _problem("inapplicable", place, message)))
                 continue
             breaks[name] = best
             resolved[name] = best[0]

@@ -828,6 +828,14 @@ def test_find_and_contains_for_unknown_terms(terms: TermSet) -> None:
     assert text(11, "contract_other") not in terms
 
 
+def test_termset_pickles(terms: TermSet) -> None:
+    """A TermSet survives pickling (a process pool can receive it) and validates the same."""
+    values = {"contract_rentFrequency": "month", "contract_breakClause": "breakClauseNo"}
+    copy = pickle.loads(pickle.dumps(terms))
+    assert copy.build_fields(values) == terms.build_fields(values)
+    assert copy.paths("contract_room") == terms.paths("contract_room")
+
+
 def test_names_lists_each_name_once(terms: TermSet) -> None:
     """The names property holds every distinct name in template order, once even if nested twice."""
     assert terms.names.count("contract_room") == 1
