@@ -29,12 +29,16 @@ import numbers
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import attrs
 
 from ._exceptions import TermValidationError
-from .models._models import Term
+
+if TYPE_CHECKING:
+    # contractsdk.models imports this module (it exports TermSet), so importing the models
+    # here at run time would make ``import contractsdk.validation`` circular.
+    from .models._models import Term
 
 __all__ = [
     "ProblemKind",
@@ -154,7 +158,7 @@ class _RefusedError(Exception):
     """A value that cannot be sent as a string (internal; becomes a ``bad_value`` problem)."""
 
 
-class TermSet(Sequence[Term]):
+class TermSet(Sequence["Term"]):
     """The terms of one template version, as a tree, with the exclusive-option validator.
 
     As a sequence it holds the top-level terms in template order; :meth:`walk` visits the
@@ -229,6 +233,8 @@ class TermSet(Sequence[Term]):
             return item in self._by_name
         if isinstance(item, int) and not isinstance(item, bool):
             return item in self._by_id
+        from .models._models import Term  # at run time only here: see the imports above
+
         if isinstance(item, Term):
             return any(place.term == item for place in self._by_id.get(item.id, ()))
         return False

@@ -6,6 +6,8 @@ import enum
 import json
 import math
 import pickle
+import subprocess
+import sys
 from collections.abc import Mapping
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
@@ -834,6 +836,17 @@ def test_termset_pickles(terms: TermSet) -> None:
     copy = pickle.loads(pickle.dumps(terms))
     assert copy.build_fields(values) == terms.build_fields(values)
     assert copy.paths("contract_room") == terms.paths("contract_room")
+
+
+@pytest.mark.parametrize("module", ["contractsdk.validation", "contractsdk.models"])
+def test_modules_import_in_either_order(module: str) -> None:
+    """contractsdk.validation and contractsdk.models import first without a cycle."""
+    code = f"import {module}; from contractsdk.validation import TermSet; print(TermSet)"
+    root = str(Path(__file__).resolve().parents[1])
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=False
+    )
+    assert done.returncode == 0, done.stderr
 
 
 def test_names_lists_each_name_once(terms: TermSet) -> None:
