@@ -33,7 +33,7 @@ from contractsdk._transport import AiohttpTransport, AsyncTransport
 from contractsdk.models import Contract, Team
 from contractsdk.resources import Contracts, ContractTypes, Teams, Templates, Terms, Users
 from contractsdk.resources._base import path_id
-from contractsdk.validation import TermSet, TermValue
+from contractsdk.validation import TermSet, TermValues
 
 __all__ = ["ContractClient"]
 
@@ -382,7 +382,7 @@ class ContractClient:
         *,
         user_id: int,
         contract_type_id: int,
-        values: Mapping[str | int, TermValue],
+        values: TermValues,
         team_id: int | None = None,
         template_id: int | None = None,
         require_all: bool = False,

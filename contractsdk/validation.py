@@ -29,16 +29,12 @@ import numbers
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import Any, Literal, overload
 
 import attrs
 
 from ._exceptions import TermValidationError
-
-if TYPE_CHECKING:
-    # contractsdk.models imports this module (it exports TermSet), so importing the models
-    # here at run time would make ``import contractsdk.validation`` circular.
-    from .models._models import Term
+from .models._models import Term
 
 __all__ = [
     "ProblemKind",
@@ -46,6 +42,7 @@ __all__ = [
     "TermSet",
     "TermValue",
     "TermValues",
+    "unchecked_fields",
     "values_from_fields",
 ]
 
@@ -233,8 +230,6 @@ class TermSet(Sequence["Term"]):
             return item in self._by_name
         if isinstance(item, int) and not isinstance(item, bool):
             return item in self._by_id
-        from .models._models import Term  # at run time only here: see the imports above
-
         if isinstance(item, Term):
             return any(place.term == item for place in self._by_id.get(item.id, ()))
         return False
@@ -736,6 +731,37 @@ class TermSet(Sequence["Term"]):
                 mark = "(x)" if value == option else "( )"
                 lines.append(f"{pad}  {mark} {option}")
                 self._render(place.children[option], shown, indent + 6, lines)
+
+
+def unchecked_fields(
+    values: TermValues, *, date_format: str | None = None, datetime_format: str | None = None
+) -> list[dict[str, Any]]:
+    """Return values as flat ``{name | id, value}`` fields, converted but not checked.
+
+    For changing a contract whose template is not known (the contract JSON does not name
+    it, service-api.md §7): names are not looked up, and nested terms are not placed under
+    their parent. ``None`` values are left out.
+
+    Raises:
+        TermValidationError: A value has no unambiguous string form (every one is listed).
+    """
+    fields: list[dict[str, Any]] = []
+    problems: list[TermProblem] = []
+    for key, value in values.items():
+        if value is None:
+            continue
+        try:
+            text = _to_text(value, date_format, datetime_format)
+        except _RefusedError as exc:
+            problems.append(
+                TermProblem(kind="bad_value", path=str(key), term=str(key), message=str(exc))
+            )
+            continue
+        is_id = isinstance(key, int) and not isinstance(key, bool)
+        fields.append({"id": key, "value": text} if is_id else {"name": str(key), "value": text})
+    if problems:
+        raise TermValidationError(problems)
+    return fields
 
 
 def values_from_fields(fields: Iterable[Mapping[str, Any]]) -> dict[str | int, Any]:

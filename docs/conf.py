@@ -4,7 +4,7 @@ from __future__ import annotations
 
 project = "contractsdk"
 author = "contractsdk maintainers"
-copyright = "2026, contractsdk maintainers"  # noqa: A001  # Sphinx's own setting name
+copyright = "2026, contractsdk maintainers"  # Sphinx's own setting name
 
 extensions = [
     "myst_parser",

@@ -284,3 +284,24 @@ async def test_contract_model_reads_listed_contracts(
     assert isinstance(contract, Contract)
     assert contract.id == 500 and contract.name == "a"
     assert "id" not in contract.raw
+
+
+async def test_update_without_template_sends_flat_fields(
+    client: ContractClient, service: FakeService
+) -> None:
+    """Without template_id, update sends each value as a flat {name, value} field."""
+    await client.contracts.create(70, template_id=149, created_by=7, values={"contract_name": "a"})
+    await client.contracts.update(500, values={"contract_name": "b", 3775: 12})
+    assert service.contracts[500]["patch"] == {
+        "fields": [{"name": "contract_name", "value": "b"}, {"id": 3775, "value": "12"}]
+    }
+
+
+async def test_update_refuses_values_without_a_string_form(
+    client: ContractClient, service: FakeService
+) -> None:
+    """A bool or NaN value is refused before the PATCH is sent."""
+    with pytest.raises(TermValidationError) as caught:
+        await client.contracts.update(500, values={"contract_a": True, "contract_b": float("nan")})
+    assert [p.term for p in caught.value.problems] == ["contract_a", "contract_b"]
+    assert not [r for r in service.requests if r.method == "PATCH"]

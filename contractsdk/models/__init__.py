@@ -3,8 +3,6 @@
 All are frozen attrs classes read from the wire by the client's private converter.
 """
 
-from contractsdk.validation import TermSet
-
 from ._base import Link
 from ._models import (
     Contract,
@@ -26,6 +24,5 @@ __all__ = [
     "Template",
     "Term",
     "TermOption",
-    "TermSet",
     "User",
 ]

@@ -13,7 +13,7 @@ from contractsdk._http import Response
 from contractsdk.models import Contract, ContractField, Link
 from contractsdk.models._base import id_from_href
 from contractsdk.resources._base import Resource, path_id
-from contractsdk.validation import TermValue
+from contractsdk.validation import TermValues, unchecked_fields
 
 __all__ = ["Contracts", "flatten_fields"]
 
@@ -71,7 +71,7 @@ class Contracts(Resource):
         *,
         template_id: int,
         created_by: int,
-        values: Mapping[str | int, TermValue] | None = None,
+        values: TermValues | None = None,
         require_all: bool = False,
         idempotency_key: str | None = None,
     ) -> Contract:
@@ -136,7 +136,7 @@ class Contracts(Resource):
         contract_id: int,
         /,
         *,
-        values: Mapping[str | int, TermValue],
+        values: TermValues,
         template_id: int | None = None,
         require_all: bool = False,
     ) -> Contract:
@@ -162,7 +162,7 @@ class Contracts(Resource):
             terms = await self._client._term_set(int(path_id(template_id, "template_id")))
             fields = terms.build_fields(values, require_all=require_all)
         else:
-            fields = [_flat_field(key, value) for key, value in values.items()]
+            fields = unchecked_fields(values)
         contract = await self._client._patch(
             f"/contracts/{contract_path}", Contract, {"fields": fields}
         )
@@ -185,14 +185,3 @@ class Contracts(Resource):
         path = f"/contracts/{path_id(contract_id, 'contract_id')}/html"
         response = await self._client._send_json("GET", path, accept="text/html")
         return response.text
-
-
-def _flat_field(key: str | int, value: TermValue) -> dict[str, Any]:
-    from contractsdk.validation import to_wire_value
-
-    field: dict[str, Any] = {"value": to_wire_value(value)}
-    if isinstance(key, int) and not isinstance(key, bool):
-        field["id"] = key
-    else:
-        field["name"] = str(key)
-    return field
