@@ -1,0 +1,464 @@
+"""``BulkJob``: create thousands of contracts at the rate limit, nothing lost, nothing twice.
+
+One run is three kinds of task around two bounded queues::
+
+    coordinator ── reads rows in chunks, maps, validates, registers each chunk in the journal
+        │  valid rows ──► send queue (2 × concurrency) ──► N workers: mark "sending" (commit),
+        │                                                  create through the client, record
+        │  other rows ─────────────────────────────────► outcome queue (256) ──► run() yields
+        └─ then: rounds over deferred rows (retryable failures, unknown outcomes after
+           reconciliation), a final reconciliation, and the outcomes not reported yet.
+
+Memory is flat in the number of rows: a chunk of input, the two queues and the workers'
+requests; every lookup (was this row done? is this name taken?) is a query of the journal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Mapping,
+)
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from contractsdk._exceptions import ConfigurationError, ContractSDKError
+from contractsdk._logging import ClientStats
+from contractsdk.bulk._journal import JournalError
+from contractsdk.bulk._model import (
+    BulkPlan,
+    BulkProgress,
+    BulkSummary,
+    RowOutcome,
+    estimate_seconds,
+)
+from contractsdk.bulk._readers import InputFormat, RowSource, open_source
+from contractsdk.bulk._reconcile import NAME_TERM
+from contractsdk.bulk._records import ListingResult
+from contractsdk.bulk._rows import ColumnMap, job_id, job_identity
+from contractsdk.bulk._run import End, Run
+from contractsdk.bulk._writer import AsyncJournal
+from contractsdk.resources._base import path_id
+
+if TYPE_CHECKING:
+    from contractsdk._client import ContractClient
+
+__all__ = ["BulkJob"]
+
+_SDK_VERSION: Final = "0.1.0"
+_OUTCOME_QUEUE = 256
+
+
+class BulkJob:
+    """A bulk creation job: rows in, one contract per valid row, every outcome journaled.
+
+    Example::
+
+        async with ContractClient(...) as client:
+            job = BulkJob(client, "tenancies.csv", team_id=12, contract_type_id=3,
+                          created_by=7, journal="tenancies.db")
+            async for outcome in job.run():
+                if outcome.state != "created":
+                    print(outcome.row, outcome.state, outcome.error or outcome.reasons)
+            print(job.summary)
+
+    Args:
+        client: The client to create through; its rate limiter paces the job and its
+            retries run inside each attempt.
+        rows: A ``.csv`` or ``.jsonl`` path, an iterable or async iterable of mappings
+            ``{column: value}``, or a :class:`RowSource`.
+        team_id: The team that holds the contracts (or give ``team_column``).
+        contract_type_id: The contract type; its newest template version is used (pinned
+            in the journal on the first run). Not needed with ``template_id``.
+        template_id: The template version, fixed for the job.
+        created_by: The id of the user creating the contracts.
+        columns: ``{column: term name}`` for columns not named after their term;
+            ``{column: None}`` ignores a column. Other columns are the term of their name.
+        key_column: The column with each row's own reference, used as its key; without
+            it a row is keyed by a hash of its content.
+        team_column: A column holding each row's team id.
+        contract_type_column: A column holding each row's contract type id.
+        template_column: A column holding each row's template version id.
+        match_term: The term that names each contract; every row needs a value for it,
+            unique within the job. It is how a contract is found again after an unknown
+            outcome (default ``contract_name``).
+        journal: The journal file (created if missing; resumed if it exists); None keeps
+            a temporary journal, deleted at the end (no resume).
+        concurrency: The most requests in flight at once.
+        require_all: Also refuse rows that leave an applicable term unanswered.
+        rounds: How many more times a row that failed in a retryable way (429, 5xx, no
+            connection, unknown outcome) is tried within a run.
+        settle: Seconds to wait after the last unknown outcome before listing the team to
+            reconcile (a request the service is still processing must have finished).
+        check_existing: List each team's contracts before sending, so that a row naming a
+            contract the team already has (made outside this journal) is refused rather
+            than created twice.
+        format: ``"csv"`` or ``"jsonl"`` when the file name does not say.
+
+    Raises:
+        ConfigurationError: A setting is wrong (nothing is read or sent).
+    """
+
+    def __init__(
+        self,
+        client: ContractClient,
+        rows: str
+        | os.PathLike[str]
+        | Iterable[Mapping[str, Any]]
+        | AsyncIterable[Mapping[str, Any]]
+        | RowSource,
+        *,
+        team_id: int | None = None,
+        contract_type_id: int | None = None,
+        template_id: int | None = None,
+        created_by: int,
+        columns: Mapping[str, str | None] | None = None,
+        key_column: str | None = None,
+        team_column: str | None = None,
+        contract_type_column: str | None = None,
+        template_column: str | None = None,
+        match_term: str = NAME_TERM,
+        journal: str | os.PathLike[str] | None = None,
+        concurrency: int = 16,
+        require_all: bool = False,
+        rounds: int = 2,
+        settle: float = 3.0,
+        check_existing: bool = True,
+        format: InputFormat | None = None,  # the natural name of the option
+    ) -> None:
+        self._client = client
+        self._source = open_source(rows, format=format)
+        self._columns = ColumnMap(
+            terms=dict(columns or {}),
+            key_column=key_column,
+            team_column=team_column,
+            contract_type_column=contract_type_column,
+            template_column=template_column,
+        )
+        self._team_id = int(path_id(team_id, "team_id")) if team_id is not None else None
+        self._contract_type_id = (
+            int(path_id(contract_type_id, "contract_type_id"))
+            if contract_type_id is not None
+            else None
+        )
+        self._template_id = (
+            int(path_id(template_id, "template_id")) if template_id is not None else None
+        )
+        self._created_by = int(path_id(created_by, "created_by"))
+        if self._team_id is None and team_column is None:
+            raise ConfigurationError("give team_id= (or team_column= for a team per row)")
+        if (
+            self._template_id is None
+            and self._contract_type_id is None
+            and template_column is None
+            and contract_type_column is None
+        ):
+            raise ConfigurationError(
+                "give template_id= or contract_type_id= (or a template / contract type column)"
+            )
+        if concurrency < 1:
+            raise ConfigurationError(f"concurrency must be a positive integer, got {concurrency!r}")
+        if rounds < 0:
+            raise ConfigurationError("rounds must be 0 or more")
+        if settle < 0:
+            raise ConfigurationError("settle must be 0 or more seconds")
+        if not match_term or not isinstance(match_term, str):
+            raise ConfigurationError("match_term must be a term name")
+        self._match_term = match_term
+        self._journal_path = Path(journal) if journal is not None else None
+        self._concurrency = concurrency
+        self._require_all = require_all
+        self._rounds = rounds
+        self._settle = settle
+        self._check_existing = check_existing
+        self._fixed_target = (
+            team_column is None and template_column is None and (contract_type_column is None)
+        )
+        self.identity = job_identity(
+            base_url=f"{client.environment.base_url}/{client.api_version}",
+            team_id=self._team_id,
+            contract_type_id=self._contract_type_id,
+            template_id=self._template_id,
+            created_by=self._created_by,
+            columns=self._columns,
+            match_term=match_term,
+        )
+        self.job_id: str = job_id(self.identity)
+        """The job's id: the same for every run of the same job (see ``docs/bulk.md``)."""
+        self.summary: BulkSummary | None = None
+        """The totals of the last run, set when it ends (also after a stop or an error)."""
+        self._started = False
+        self._stopping = False
+        self._reset_counters()
+
+    # -- building a job from its journal -------------------------------------------------
+
+    @classmethod
+    async def from_journal(
+        cls,
+        client: ContractClient,
+        journal: str | os.PathLike[str],
+        *,
+        concurrency: int = 16,
+        rounds: int = 2,
+        settle: float = 3.0,
+        rows: str | os.PathLike[str] | None = None,
+    ) -> BulkJob:
+        """Rebuild a job from its journal (for :meth:`retry`, or to run its last file again).
+
+        Args:
+            client: The client; it must point at the environment the job was run against.
+            journal: The journal file.
+            concurrency: The most requests in flight at once.
+            rounds: As for :class:`BulkJob`.
+            settle: As for :class:`BulkJob`.
+            rows: The input to read with :meth:`run` (default: the file of the last run).
+
+        Raises:
+            JournalError: The file is missing or not a journal of any job.
+        """
+        from contractsdk.bulk._journal import Journal
+
+        def read() -> tuple[dict[str, Any] | None, str | None]:
+            opened = Journal.connect(journal, readonly=True)
+            try:
+                return opened.header(), opened.last_source()
+            finally:
+                opened.close()
+
+        header, source = await asyncio.to_thread(read)
+        if header is None:
+            raise JournalError(f"{journal} holds no job yet")
+        identity = header["identity"]
+        template = identity.get("template_id")
+        job = cls(
+            client,
+            rows if rows is not None else (source or ()),
+            team_id=identity.get("team_id"),
+            contract_type_id=identity.get("contract_type_id"),
+            template_id=template if isinstance(template, int) else None,
+            created_by=identity["created_by"],
+            columns=identity.get("columns") or {},
+            key_column=identity.get("key_column"),
+            team_column=identity.get("team_column"),
+            contract_type_column=identity.get("contract_type_column"),
+            template_column=identity.get("template_column"),
+            match_term=identity.get("match_term", NAME_TERM),
+            journal=journal,
+            concurrency=concurrency,
+            rounds=rounds,
+            settle=settle,
+        )
+        return job
+
+    # -- control ---------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop sending: requests in flight finish and are recorded; no new one starts.
+
+        Safe to call from a signal handler (it only sets a flag). Rows not sent stay
+        ``pending`` in the journal for the next run.
+        """
+        self._stopping = True
+
+    def _reset_counters(self) -> None:
+        self._rows = 0
+        self._counts: dict[str, int] = dict.fromkeys(
+            ("created", "skipped", "invalid", "failed", "unknown", "pending"), 0
+        )
+        self._deferred = 0
+        self._in_flight = 0
+        self._reconciled = ListingResult()
+        self._total: int | None = None
+        self._clock_start = time.monotonic()
+        self._stats_start: ClientStats = self._client.stats
+        self._last_unknown: float | None = None
+        self._fatal: ContractSDKError | None = None
+
+    def progress(self) -> BulkProgress:
+        """Return a snapshot of the running (or last) run, for a progress display."""
+        stats = self._client.stats
+        return BulkProgress(
+            done=sum(self._counts.values()),
+            total=self._total,
+            created=self._counts["created"],
+            skipped=self._counts["skipped"],
+            invalid=self._counts["invalid"],
+            failed=self._counts["failed"],
+            deferred=self._deferred,
+            in_flight=self._in_flight,
+            throttled=stats.throttled - self._stats_start.throttled,
+            retries=stats.retries - self._stats_start.retries,
+            elapsed=time.monotonic() - self._clock_start,
+        )
+
+    # -- the public runs -------------------------------------------------------------------
+
+    def run(self) -> AsyncIterator[RowOutcome]:
+        """Run the job: yield one outcome per input row as rows finish (not in input order).
+
+        Rows already created by an earlier run with this journal are skipped (yielded
+        with ``skipped=True``); invalid rows are validated again; unfinished rows are
+        reconciled and sent. :attr:`summary` is set when the iteration ends.
+
+        Breaking out of the loop, cancelling the task, or :meth:`stop` all end the run the
+        same way: no new request, requests in flight finish and are journaled. Use
+        ``contextlib.aclosing(job.run())`` when you may break out early.
+
+        Raises:
+            ContractSDKError: A fatal error (bad credentials; for a fixed target, a team
+                or template that cannot be used) stopped the run; rows in flight were
+                recorded first.
+            JournalError: The journal belongs to another job, or cannot be written.
+        """
+        return self._execute("create", dry_run=False)
+
+    def retry(self) -> AsyncIterator[RowOutcome]:
+        """Send again the rows of the journal that are not done; the input is not read.
+
+        Every row left ``pending``, ``failed`` or ``sending`` by earlier runs is
+        reconciled, then sent from the values kept in the journal. Created and invalid
+        rows are left alone (fix an invalid row in the input and :meth:`run` again).
+        """
+        return self._execute("retry", dry_run=False)
+
+    async def plan(
+        self,
+        *,
+        write_rate: float | None = None,
+        on_outcome: Callable[[RowOutcome], Any] | None = None,
+    ) -> BulkPlan:
+        """Validate every row and estimate the duration; send nothing, change nothing.
+
+        The job's targets and terms are read (and, when the journal has rows of unknown
+        outcome, the team's contracts are listed); the journal is worked on in a
+        temporary copy, so the real one is not changed.
+
+        Args:
+            write_rate: The write rate to assume (requests per second); by default the
+                client's configured limit, else its environment's documented one.
+            on_outcome: Called with each row's outcome (``pending``: would be sent).
+        """
+        async with contextlib.aclosing(self._execute("create", dry_run=True)) as outcomes:
+            async for outcome in outcomes:
+                if on_outcome is not None:
+                    on_outcome(outcome)
+        summary = self.summary
+        assert summary is not None
+        rate, source = (write_rate, "given") if write_rate else _write_rate(self._client)
+        to_send = summary.pending
+        return BulkPlan(
+            job_id=self.job_id,
+            rows=summary.rows,
+            to_send=to_send,
+            invalid=summary.invalid,
+            skipped=summary.skipped,
+            unknown=summary.unknown,
+            write_rate=rate,
+            rate_source=source if rate else None,
+            estimated_seconds=estimate_seconds(to_send, rate),
+        )
+
+    # -- one run ---------------------------------------------------------------------------
+
+    async def _execute(self, mode: str, *, dry_run: bool) -> AsyncGenerator[RowOutcome, None]:
+        if self._started:
+            raise ConfigurationError("a BulkJob runs once; make a new one to run again")
+        self._started = True
+        self._reset_counters()
+        if mode == "create":
+            await self._source.open()
+            self._total = await self._source.count()
+        journal = await AsyncJournal.open(
+            None if dry_run else self._journal_path,
+            copy_of=self._journal_path if dry_run else None,
+        )
+        run_number = 0
+        outcome_text = "error"
+        out: asyncio.Queue[RowOutcome | End] = asyncio.Queue(_OUTCOME_QUEUE)
+        self._consumer_gone = False
+        coordinator: asyncio.Task[None] | None = None
+        try:
+            await journal.call(lambda j: j.claim(self.job_id, self.identity, _SDK_VERSION))
+            path = self._source.path
+            source = str(path.resolve()) if mode == "create" and path is not None else None
+            run_number = await journal.call(
+                lambda j: j.begin_run(f"{mode}{' (dry run)' if dry_run else ''}", source)
+            )
+            runner = Run(self, journal, run_number, out, mode=mode, dry_run=dry_run)
+            coordinator = asyncio.create_task(runner.coordinate(), name="bulk-coordinator")
+            while True:
+                item = await out.get()
+                if isinstance(item, End):
+                    break
+                yield item
+            await coordinator
+            outcome_text = "stopped" if self._stopping else "done"
+            if self._fatal is not None:
+                raise self._fatal
+        finally:
+            self._consumer_gone = True
+            if coordinator is not None and not coordinator.done():
+                self.stop()
+                await _drain(coordinator, out, timeout=60.0)
+            if coordinator is not None and coordinator.done() and not coordinator.cancelled():
+                error = coordinator.exception()
+                if error is not None and outcome_text == "error":
+                    outcome_text = f"error: {error}"
+            with contextlib.suppress(JournalError):
+                if run_number:
+                    await journal.call(lambda j: j.finish_run(run_number, outcome_text))
+            self.summary = self._summary(run_number, dry_run)
+            await journal.aclose()
+
+    def _summary(self, run_number: int, dry_run: bool) -> BulkSummary:
+        stats = self._client.stats
+        start = self._stats_start
+        return BulkSummary(
+            job_id=self.job_id,
+            run=run_number,
+            rows=self._rows,
+            created=self._counts["created"],
+            skipped=self._counts["skipped"],
+            invalid=self._counts["invalid"],
+            failed=self._counts["failed"],
+            unknown=self._counts["unknown"],
+            pending=self._counts["pending"],
+            reconciled=self._reconciled.created,
+            throttled=stats.throttled - start.throttled,
+            retries=stats.retries - start.retries,
+            requests=stats.requests - start.requests,
+            elapsed=time.monotonic() - self._clock_start,
+            stopped=self._stopping,
+            dry_run=dry_run,
+        )
+
+
+async def _drain(task: asyncio.Task[None], out: asyncio.Queue[Any], *, timeout: float) -> None:
+    """Let a stopping run finish its requests, discarding outcomes nobody reads."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not task.done() and loop.time() < deadline:
+        while not out.empty():
+            out.get_nowait()
+        await asyncio.wait({task}, timeout=0.05)
+    if not task.done():
+        task.cancel()
+        await asyncio.wait({task})
+
+
+def _write_rate(client: ContractClient) -> tuple[float | None, str]:
+    """Return the write rate a job will see: the client's limit, else the environment's."""
+    limits = getattr(client, "rate_limits", None)
+    rate = getattr(limits, "write", None)
+    if isinstance(rate, int | float) and rate > 0:
+        return float(rate), "configured"
+    return client.environment.write_rate, "environment"

@@ -1,0 +1,698 @@
+"""The durable journal of a bulk job: one SQLite file, one record per row.
+
+# Invariants
+#
+# 1. One job per file. The ``job`` table holds exactly one header row; its ``job_id`` is
+#    derived from the job's identity (environment, target, column mapping, key column,
+#    match term). Opening a journal with another job id is refused, naming both ids.
+# 2. One record per row key (``rows.key`` is the primary key). A row's state is one of
+#    ``pending`` (valid, not sent yet), ``sending`` (a request may have gone out and its
+#    outcome is not known), ``created``, ``invalid`` (refused locally, never sent) and
+#    ``failed`` (sent, or refused by the service, and not created). Transitions:
+#
+#        (new) ─► pending ─► sending ─► created
+#          │        ▲           │ ▲
+#          ▼        │           ▼ │ (retry)
+#        invalid    └── (not found by reconciliation) ◄── failed
+#
+#    ``created`` is final: nothing moves a row out of it. ``sending`` is left only by
+#    reconciliation (the team's contracts are listed and the row's name looked up) or by
+#    a completed request.
+# 3. ``sending`` is committed BEFORE the request goes out, and the attempt is counted in
+#    the same statement: ``attempts > 0`` means "a contract may exist for this row". A
+#    row with ``attempts > 0`` is never sent again until a listing of its team has shown
+#    that no contract of its name exists (or a request for it completed).
+# 4. Names are unique: no two rows of one team that are not ``invalid`` share a name (the
+#    partial unique index ``rows_name``), so a name found in a listing belongs to at most
+#    one row, and reconciliation is unambiguous.
+# 5. Every change is a transaction. A crash (kill -9, power loss) leaves each row in the
+#    last committed state; the only state that says "unknown" is ``sending``, and it is
+#    resolved by reconciliation before anything else happens on the next run.
+# 6. Values are kept (``vals``, JSON) while a row is not created, so unfinished rows can
+#    be sent again from the journal alone (``bulk retry``); they are dropped on creation.
+#
+# Durability: WAL with ``synchronous=FULL``. WAL makes each commit one append and lets
+# ``bulk status`` read while a job writes. NORMAL would survive a killed process, but on
+# a power loss it may roll back the last commits, and a lost ``sending`` mark is exactly
+# the record that prevents a duplicate. FULL costs one fsync per commit (~0.5 ms here),
+# which the writer thread amortises by committing every queued change in one transaction.
+#
+# Threads: SQLite is blocking, so ``_writer.AsyncJournal`` owns the connection in a single
+# writer thread. Callers on the event loop queue operations and await futures; the thread
+# runs every queued operation in one transaction (a savepoint each), commits once, then
+# resolves the futures. A future resolves only after its change is committed, so an
+# awaited ``mark_sending`` means the mark is on disk before the request goes out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from contractsdk._exceptions import ConfigurationError
+from contractsdk.bulk._records import (
+    STATES,
+    JournalRecord,
+    ListingResult,
+    PreparedRow,
+    Registered,
+    RowState,
+)
+
+__all__ = [
+    "Journal",
+    "JournalError",
+    "JournalRecord",
+    "PreparedRow",
+    "Registered",
+    "RowState",
+    "SCHEMA_VERSION",
+    "STATES",
+]
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS job (
+    singleton   INTEGER PRIMARY KEY CHECK (singleton = 1),
+    job_id      TEXT NOT NULL,
+    identity    TEXT NOT NULL,
+    created     TEXT NOT NULL,
+    sdk_version TEXT NOT NULL,
+    schema      INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+    run      INTEGER PRIMARY KEY,
+    mode     TEXT NOT NULL,
+    source   TEXT,
+    started  TEXT NOT NULL,
+    finished TEXT,
+    outcome  TEXT
+);
+CREATE TABLE IF NOT EXISTS templates (
+    team_id          INTEGER NOT NULL,
+    contract_type_id INTEGER NOT NULL,
+    template_id      INTEGER NOT NULL,
+    PRIMARY KEY (team_id, contract_type_id)
+);
+CREATE TABLE IF NOT EXISTS rows (
+    key         TEXT PRIMARY KEY,
+    row         INTEGER NOT NULL,
+    line        INTEGER,
+    digest      TEXT NOT NULL,
+    name        TEXT,
+    team_id     INTEGER,
+    template_id INTEGER,
+    state       TEXT NOT NULL
+                CHECK (state IN ('pending', 'sending', 'created', 'invalid', 'failed')),
+    contract_id INTEGER,
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    error       TEXT,
+    retryable   INTEGER NOT NULL DEFAULT 0,
+    reconciled  INTEGER NOT NULL DEFAULT 0,
+    vals        TEXT,
+    run         INTEGER NOT NULL,
+    reported    INTEGER NOT NULL DEFAULT 0,
+    updated     TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS rows_name ON rows (team_id, name) WHERE state != 'invalid';
+CREATE INDEX IF NOT EXISTS rows_state ON rows (state);
+CREATE INDEX IF NOT EXISTS rows_run ON rows (run, reported);
+CREATE TABLE IF NOT EXISTS team_contracts (
+    team_id     INTEGER NOT NULL,
+    name        TEXT NOT NULL,
+    contract_id INTEGER NOT NULL,
+    PRIMARY KEY (team_id, name, contract_id)
+) WITHOUT ROWID;
+"""
+
+_COLUMNS = (
+    "key, row, line, name, team_id, template_id, state, contract_id, attempts, error, "
+    "retryable, reconciled, vals, run, reported, digest"
+)
+
+
+class JournalError(ConfigurationError):
+    """The journal cannot be used for this job (another job's, unreadable, or locked)."""
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def check_journal_path(path: str | os.PathLike[str]) -> Path:
+    """Return the journal's path if a journal can live there.
+
+    Raises:
+        JournalError: Its directory does not exist, or the path is a directory.
+    """
+    journal = Path(path)
+    parent = journal.parent if str(journal.parent) else Path(".")
+    if not parent.is_dir():
+        raise JournalError(
+            f"the journal's directory {parent} does not exist; create it or choose another "
+            "--journal path"
+        )
+    if journal.is_dir():
+        raise JournalError(f"the journal {journal} is a directory, not a file")
+    return journal
+
+
+class Journal:
+    """The journal's operations, synchronous: used by one thread at a time.
+
+    Args:
+        connection: An open connection (autocommit mode; transactions are explicit).
+    """
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.db = connection
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def connect(cls, path: str | os.PathLike[str], *, readonly: bool = False) -> Journal:
+        """Open (or, unless ``readonly``, create) the journal file.
+
+        Raises:
+            JournalError: The file is missing (read-only), unreadable or not a journal.
+        """
+        target = Path(path)
+        try:
+            if readonly:
+                if not target.exists():
+                    raise JournalError(f"no journal at {target}")
+                uri = f"{target.resolve().as_uri()}?mode=ro"
+                db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            else:
+                check_journal_path(target)
+                db = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=FULL")
+            db.execute("PRAGMA busy_timeout=5000")
+            journal = cls(db)
+            if not readonly:
+                db.executescript(_SCHEMA)
+            journal.header()  # proves the file is a journal
+        except sqlite3.DatabaseError as exc:
+            raise JournalError(f"{target} is not a usable bulk journal: {exc}") from None
+        return journal
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.db.close()
+
+    def header(self) -> dict[str, Any] | None:
+        """Return the job header, or None for a journal no job has used yet."""
+        try:
+            found = self.db.execute(
+                "SELECT job_id, identity, created, sdk_version, schema FROM job"
+            ).fetchone()
+        except sqlite3.OperationalError as exc:
+            raise JournalError(f"not a bulk journal ({exc})") from None
+        if found is None:
+            return None
+        return {
+            "job_id": found[0],
+            "identity": json.loads(found[1]),
+            "created": found[2],
+            "sdk_version": found[3],
+            "schema": found[4],
+        }
+
+    def claim(self, job_id: str, identity: Mapping[str, Any], sdk_version: str) -> None:
+        """Write the job header, or check that the journal belongs to this job.
+
+        Raises:
+            JournalError: The journal belongs to another job (both ids are named), or was
+                written by a newer schema.
+        """
+        header = self.header()
+        if header is None:
+            self.db.execute(
+                "INSERT INTO job VALUES (1, ?, ?, ?, ?, ?)",
+                (job_id, json.dumps(identity, sort_keys=True), _now(), sdk_version, SCHEMA_VERSION),
+            )
+            return
+        if header["schema"] > SCHEMA_VERSION:
+            raise JournalError(
+                f"the journal was written by a newer contractsdk ({header['sdk_version']}, "
+                f"schema {header['schema']}); upgrade to use it"
+            )
+        if header["job_id"] != job_id:
+            theirs = header["identity"]
+            differences = sorted(
+                key for key in set(theirs) | set(identity) if theirs.get(key) != identity.get(key)
+            )
+            raise JournalError(
+                f"the journal belongs to another job: it holds job {header['job_id']}, this "
+                f"is job {job_id} (they differ in: {', '.join(differences) or 'nothing known'}); "
+                "use a new --journal file for a new job, or the same options to resume"
+            )
+
+    # -- runs ------------------------------------------------------------------------------
+
+    def begin_run(self, mode: str, source: str | None) -> int:
+        """Start a run and return its number (1 for the first)."""
+        cursor = self.db.execute(
+            "INSERT INTO runs (mode, source, started) VALUES (?, ?, ?)", (mode, source, _now())
+        )
+        run = cursor.lastrowid
+        assert run is not None
+        return run
+
+    def finish_run(self, run: int, outcome: str) -> None:
+        """Record how a run ended."""
+        self.db.execute(
+            "UPDATE runs SET finished = ?, outcome = ? WHERE run = ?", (_now(), outcome, run)
+        )
+
+    def runs(self) -> list[dict[str, Any]]:
+        """Return every run, oldest first."""
+        cursor = self.db.execute(
+            "SELECT run, mode, source, started, finished, outcome FROM runs ORDER BY run"
+        )
+        names = ("run", "mode", "source", "started", "finished", "outcome")
+        return [dict(zip(names, found, strict=True)) for found in cursor]
+
+    def last_source(self) -> str | None:
+        """Return the input of the latest run that read a file."""
+        found = self.db.execute(
+            "SELECT source FROM runs WHERE source IS NOT NULL ORDER BY run DESC LIMIT 1"
+        ).fetchone()
+        return found[0] if found else None
+
+    def pinned_template(self, team_id: int, contract_type_id: int) -> int | None:
+        """Return the template version this job uses for a team's contract type, if pinned."""
+        found = self.db.execute(
+            "SELECT template_id FROM templates WHERE team_id = ? AND contract_type_id = ?",
+            (team_id, contract_type_id),
+        ).fetchone()
+        return found[0] if found else None
+
+    def pin_template(self, team_id: int, contract_type_id: int, template_id: int) -> int:
+        """Pin a template version unless one is pinned already; return the pinned one."""
+        self.db.execute(
+            "INSERT OR IGNORE INTO templates VALUES (?, ?, ?)",
+            (team_id, contract_type_id, template_id),
+        )
+        pinned = self.pinned_template(team_id, contract_type_id)
+        assert pinned is not None
+        return pinned
+
+    # -- rows ------------------------------------------------------------------------------
+
+    def get(self, key: str) -> JournalRecord | None:
+        """Return a row's record."""
+        found = self.db.execute(f"SELECT {_COLUMNS} FROM rows WHERE key = ?", (key,)).fetchone()
+        return JournalRecord.from_db(found) if found else None
+
+    def _write(self, prepared: PreparedRow, run: int, **fields: Any) -> JournalRecord:
+        """Insert or update a row's record from a prepared row and explicit fields."""
+        values = prepared.values
+        record: dict[str, Any] = {
+            "key": prepared.key,
+            "row": prepared.number,
+            "line": prepared.line,
+            "digest": prepared.digest,
+            "name": prepared.name,
+            "team_id": prepared.team_id,
+            "template_id": prepared.template_id,
+            "vals": json.dumps(values, ensure_ascii=False) if values is not None else None,
+            "run": run,
+            "updated": _now(),
+            **fields,
+        }
+        names = ", ".join(record)
+        marks = ", ".join("?" * len(record))
+        updates = ", ".join(f"{name} = excluded.{name}" for name in record if name != "key")
+        self.db.execute(
+            f"INSERT INTO rows ({names}) VALUES ({marks}) "
+            f"ON CONFLICT (key) DO UPDATE SET {updates}",
+            tuple(record.values()),
+        )
+        written = self.get(prepared.key)
+        assert written is not None
+        return written
+
+    def register(self, run: int, rows: Iterable[PreparedRow]) -> list[Registered]:
+        """Record the rows of one chunk and decide, for each, whether to send it.
+
+        A row already created is skipped; an invalid row is recorded with its reasons; a
+        row repeating an earlier row of this run, or using another row's contract name,
+        or a name the team already has (from a contract this job did not create) is
+        recorded invalid; every other row is recorded ``pending`` and sent.
+        """
+        return [self._register(run, prepared) for prepared in rows]
+
+    def _register(self, run: int, prepared: PreparedRow) -> Registered:
+        existing = self.get(prepared.key)
+        if existing is not None and existing.run == run:
+            return self._duplicate_row(run, prepared, existing)
+        if existing is not None and existing.state == "created":
+            self.db.execute(
+                "UPDATE rows SET run = ?, row = ?, line = ?, reported = ?, updated = ? "
+                "WHERE key = ?",
+                (run, prepared.number, prepared.line, run, _now(), prepared.key),
+            )
+            record = self.get(prepared.key)
+            assert record is not None
+            note = None
+            if existing.digest != prepared.digest:
+                note = (
+                    "the row changed since its contract was created; bulk create does not "
+                    "update contracts"
+                )
+            return Registered(record=record, send=False, skipped=True, note=note)
+        if existing is not None and existing.state == "sending":
+            # Reconciliation runs before any row is registered, so this only happens when
+            # the team could not be listed; never send a row whose outcome is unknown.
+            self.db.execute(
+                "UPDATE rows SET run = ?, row = ?, line = ?, reported = ?, updated = ? "
+                "WHERE key = ?",
+                (run, prepared.number, prepared.line, run, _now(), prepared.key),
+            )
+            record = self.get(prepared.key)
+            assert record is not None
+            return Registered(record=record, send=False)
+        reasons = list(prepared.reasons)
+        if not reasons:
+            reasons = self._name_conflicts(prepared, existing)
+        if reasons:
+            record = self._write(
+                prepared,
+                run,
+                state="invalid",
+                error="\n".join(reasons),
+                retryable=0,
+                vals=None,
+                reported=run,
+            )
+            return Registered(record=record, send=False)
+        record = self._write(prepared, run, state="pending", error=None, retryable=0, reported=0)
+        return Registered(record=record, send=True)
+
+    def _duplicate_row(self, run: int, prepared: PreparedRow, first: JournalRecord) -> Registered:
+        if prepared.key_label.startswith("key "):
+            reason = f"{prepared.key_label} is also the key of row {first.row}"
+        else:
+            reason = f"the same row as row {first.row}"
+        reasons = (*prepared.reasons, reason)
+        duplicate = attrs.evolve(
+            prepared, key=f"dup:{prepared.number}:{prepared.key}", reasons=reasons
+        )
+        record = self._write(
+            duplicate,
+            run,
+            state="invalid",
+            error="\n".join(reasons),
+            retryable=0,
+            vals=None,
+            reported=run,
+        )
+        return Registered(record=record, send=False, duplicate=True)
+
+    def _name_conflicts(self, prepared: PreparedRow, existing: JournalRecord | None) -> list[str]:
+        if prepared.name is None:
+            return []
+        other = self.db.execute(
+            "SELECT row, state, contract_id FROM rows "
+            "WHERE team_id IS ? AND name = ? AND state != 'invalid' AND key != ?",
+            (prepared.team_id, prepared.name, prepared.key),
+        ).fetchone()
+        if other is not None:
+            row, state, contract_id = other
+            created = f" (created as contract {contract_id})" if state == "created" else ""
+            return [
+                f"the contract name {prepared.name!r} is also used by row {row}{created}; "
+                "names must be unique within a job so that each contract can be found again"
+            ]
+        if existing is None or existing.attempts == 0:
+            # A contract of this name that no request of ours could have made.
+            found = self.db.execute(
+                "SELECT contract_id FROM team_contracts WHERE team_id = ? AND name = ? "
+                "AND contract_id NOT IN "
+                "(SELECT contract_id FROM rows WHERE state = 'created' AND team_id = ?) LIMIT 1",
+                (prepared.team_id, prepared.name, prepared.team_id),
+            ).fetchone()
+            if found is not None:
+                return [
+                    f"team {prepared.team_id} already has a contract named {prepared.name!r} "
+                    f"(contract {found[0]}) that this job did not create; rename the row or "
+                    "remove that contract"
+                ]
+        return []
+
+    def mark_sending(self, key: str) -> int:
+        """Mark a row ``sending`` and count the attempt; return the attempts so far.
+
+        Raises:
+            JournalError: The row is not ``pending`` or ``failed`` (nothing is changed).
+        """
+        cursor = self.db.execute(
+            "UPDATE rows SET state = 'sending', attempts = attempts + 1, updated = ? "
+            "WHERE key = ? AND state IN ('pending', 'failed')",
+            (_now(), key),
+        )
+        if cursor.rowcount != 1:
+            record = self.get(key)
+            state = record.state if record else "missing"
+            raise JournalError(f"row {key} cannot be sent: it is {state}")
+        found = self.db.execute("SELECT attempts FROM rows WHERE key = ?", (key,)).fetchone()
+        return int(found[0])
+
+    def mark_created(self, key: str, contract_id: int | None, run: int) -> JournalRecord:
+        """Record a created contract (final)."""
+        self.db.execute(
+            "UPDATE rows SET state = 'created', contract_id = ?, error = NULL, retryable = 0, "
+            "vals = NULL, reported = ?, updated = ? WHERE key = ? AND state != 'created'",
+            (contract_id, run, _now(), key),
+        )
+        record = self.get(key)
+        assert record is not None
+        return record
+
+    def mark_failed(
+        self, key: str, error: str, *, retryable: bool, run: int, final: bool, extra_attempts: int
+    ) -> JournalRecord:
+        """Record a request that failed without creating a contract.
+
+        Args:
+            key: The row key.
+            error: What went wrong.
+            retryable: Whether trying again may succeed.
+            run: The current run.
+            final: Whether this is the row's outcome for this run (else it is tried again).
+            extra_attempts: Attempts the client made beyond the one counted when sending.
+        """
+        self.db.execute(
+            "UPDATE rows SET state = 'failed', error = ?, retryable = ?, "
+            "attempts = attempts + ?, reported = CASE WHEN ? THEN ? ELSE reported END, "
+            "updated = ? WHERE key = ? AND state = 'sending'",
+            (error, int(retryable), extra_attempts, int(final), run, _now(), key),
+        )
+        record = self.get(key)
+        assert record is not None
+        return record
+
+    def mark_unknown(self, key: str, error: str, extra_attempts: int) -> JournalRecord:
+        """Record a request whose outcome is unknown: the row stays ``sending``."""
+        self.db.execute(
+            "UPDATE rows SET error = ?, retryable = 1, attempts = attempts + ?, updated = ? "
+            "WHERE key = ? AND state = 'sending'",
+            (error, extra_attempts, _now(), key),
+        )
+        record = self.get(key)
+        assert record is not None
+        return record
+
+    def fail_unsent(self, run: int) -> int:
+        """End a run's rows that were sent, found not created, and not sent again.
+
+        They are ``pending`` with ``attempts > 0`` after the run's last reconciliation; they
+        become ``failed`` (retryable) so that the run reports them as not created.
+        """
+        cursor = self.db.execute(
+            "UPDATE rows SET state = 'failed', retryable = 1, "
+            "error = 'no contract was created: the last request''s outcome was unknown and "
+            "the team has no contract of this name' "
+            "|| coalesce(' (last error: ' || error || ')', ''), updated = ? "
+            "WHERE run = ? AND reported < ? AND state = 'pending' AND attempts > 0",
+            (_now(), run, run),
+        )
+        return cursor.rowcount
+
+    # -- reconciliation --------------------------------------------------------------------
+
+    def teams_to_reconcile(self, run: int | None = None) -> list[int]:
+        """Return the teams of rows that may have a contract the journal does not know.
+
+        Those are rows not created whose request may have gone out (``attempts > 0``):
+        ``sending`` rows above all, and ``pending`` / ``failed`` rows that were sent before.
+
+        Args:
+            run: Only rows of this run (None: every row).
+        """
+        query = (
+            "SELECT DISTINCT team_id FROM rows WHERE attempts > 0 AND team_id IS NOT NULL "
+            "AND state IN ('sending', 'pending', 'failed')"
+        )
+        parameters: tuple[Any, ...] = ()
+        if run is not None:
+            query += " AND run = ?"
+            parameters = (run,)
+        return [found[0] for found in self.db.execute(query, parameters)]
+
+    def has_sending(self, run: int | None = None) -> bool:
+        """Tell whether any row (of a run) is ``sending``."""
+        if run is None:
+            found = self.db.execute("SELECT 1 FROM rows WHERE state = 'sending' LIMIT 1")
+        else:
+            found = self.db.execute(
+                "SELECT 1 FROM rows WHERE state = 'sending' AND run = ? LIMIT 1", (run,)
+            )
+        return found.fetchone() is not None
+
+    def apply_listing(self, team_id: int, contracts: Iterable[tuple[str, int]]) -> ListingResult:
+        """Store a team's contracts (name, id) and settle the rows they answer for.
+
+        A row that may have been sent (``attempts > 0``) and is not created is matched by
+        name with contracts no other row has claimed: one match makes it ``created``
+        (``reconciled``); several make it ``failed`` (ambiguous, to check by hand); none
+        turn a ``sending`` row ``pending`` (known not created, so it may be sent again).
+        """
+        self.db.execute("DELETE FROM team_contracts WHERE team_id = ?", (team_id,))
+        self.db.executemany(
+            "INSERT OR IGNORE INTO team_contracts VALUES (?, ?, ?)",
+            ((team_id, name, contract_id) for name, contract_id in contracts),
+        )
+        candidates = self.db.execute(
+            "SELECT key, name, state FROM rows WHERE team_id = ? AND attempts > 0 "
+            "AND state IN ('sending', 'pending', 'failed')",
+            (team_id,),
+        ).fetchall()
+        result = ListingResult()
+        now = _now()
+        for key, name, state in candidates:
+            matches = [
+                found[0]
+                for found in self.db.execute(
+                    "SELECT contract_id FROM team_contracts WHERE team_id = ? AND name = ? "
+                    "AND contract_id NOT IN (SELECT contract_id FROM rows "
+                    "WHERE state = 'created' AND team_id = ? AND contract_id IS NOT NULL)",
+                    (team_id, name, team_id),
+                )
+            ]
+            if len(matches) == 1:
+                self.db.execute(
+                    "UPDATE rows SET state = 'created', contract_id = ?, reconciled = 1, "
+                    "error = NULL, retryable = 0, vals = NULL, updated = ? WHERE key = ?",
+                    (matches[0], now, key),
+                )
+                result += ListingResult(created=1)
+            elif len(matches) > 1:
+                ids = ", ".join(map(str, sorted(matches)))
+                self.db.execute(
+                    "UPDATE rows SET state = 'failed', retryable = 0, error = ?, updated = ? "
+                    "WHERE key = ?",
+                    (
+                        f"{len(matches)} contracts named {name!r} in team {team_id} "
+                        f"(ids {ids}) could be this row's; check them by hand",
+                        now,
+                        key,
+                    ),
+                )
+                result += ListingResult(ambiguous=1)
+            elif state == "sending":
+                self.db.execute(
+                    "UPDATE rows SET state = 'pending', updated = ? WHERE key = ?", (now, key)
+                )
+                result += ListingResult(not_found=1)
+        return result
+
+    # -- paging ----------------------------------------------------------------------------
+
+    def to_send(
+        self, run: int, after: str, limit: int, *, every_failure: bool
+    ) -> list[JournalRecord]:
+        """Return a page of this run's rows to send again, in key order after ``after``.
+
+        Those are ``pending`` rows not reported yet and ``failed`` rows with values: the
+        retryable ones, or every one with ``every_failure`` (``bulk retry``).
+        """
+        failed = "state = 'failed'" if every_failure else "(state = 'failed' AND retryable = 1)"
+        cursor = self.db.execute(
+            f"SELECT {_COLUMNS} FROM rows WHERE run = ? AND reported < ? AND key > ? "
+            f"AND vals IS NOT NULL AND (state = 'pending' OR {failed}) ORDER BY key LIMIT ?",
+            (run, run, after, limit),
+        )
+        return [JournalRecord.from_db(found) for found in cursor]
+
+    def adopt_unfinished(self, run: int) -> int:
+        """Make every unfinished row (not created, not invalid) part of run ``run``."""
+        cursor = self.db.execute(
+            "UPDATE rows SET run = ?, reported = 0, updated = ? "
+            "WHERE state IN ('pending', 'sending', 'failed')",
+            (run, _now()),
+        )
+        return cursor.rowcount
+
+    def unreported(self, run: int, limit: int) -> list[JournalRecord]:
+        """Return a page of a run's rows whose outcome is not reported yet; mark them reported."""
+        rows = [
+            JournalRecord.from_db(found)
+            for found in self.db.execute(
+                f"SELECT {_COLUMNS} FROM rows WHERE run = ? AND reported < ? ORDER BY key LIMIT ?",
+                (run, run, limit),
+            )
+        ]
+        self.db.executemany(
+            "UPDATE rows SET reported = ? WHERE key = ?", ((run, row.key) for row in rows)
+        )
+        return rows
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def counts(self, run: int | None = None) -> dict[str, int]:
+        """Return the number of rows in each state (of one run, or of all)."""
+        query = "SELECT state, count(*) FROM rows"
+        parameters: tuple[Any, ...] = ()
+        if run is not None:
+            query += " WHERE run = ?"
+            parameters = (run,)
+        found = dict(self.db.execute(query + " GROUP BY state", parameters).fetchall())
+        return {state: int(found.get(state, 0)) for state in STATES}
+
+    def records(
+        self, states: Sequence[RowState], *, after: str = "", limit: int = 100
+    ) -> list[JournalRecord]:
+        """Return a page of rows in the given states, in input order then key order."""
+        marks = ", ".join("?" * len(states))
+        cursor = self.db.execute(
+            f"SELECT {_COLUMNS} FROM rows WHERE state IN ({marks}) AND key > ? "
+            "ORDER BY key LIMIT ?",
+            (*states, after, limit),
+        )
+        return [JournalRecord.from_db(found) for found in cursor]
+
+    def reconciled_count(self, run: int) -> int:
+        """Return how many rows of a run were found by reconciliation."""
+        found = self.db.execute(
+            "SELECT count(*) FROM rows WHERE run = ? AND reconciled = 1", (run,)
+        ).fetchone()
+        return int(found[0])
+
+    def copy_to(self, path: Path) -> None:
+        """Write a consistent copy of the journal to ``path`` (SQLite's backup API)."""
+        target = sqlite3.connect(path)
+        try:
+            self.db.backup(target)
+        finally:
+            target.close()

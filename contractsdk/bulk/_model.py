@@ -1,0 +1,243 @@
+"""What a bulk job reports: one outcome per row, a summary, a plan, and its progress."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import attrs
+
+from contractsdk.bulk._records import JournalRecord, RowState
+
+__all__ = ["BulkPlan", "BulkProgress", "BulkSummary", "RowOutcome", "format_progress"]
+
+
+@attrs.frozen(kw_only=True)
+class RowOutcome:
+    """The outcome of one input row.
+
+    Attributes:
+        row: The row's 1-based number among the input's data records.
+        line: The file line where the row starts (None for an iterable).
+        key: The row's stable key (``ref:<your reference>`` or ``sha:<content hash>``).
+        state: ``created``, ``invalid``, ``failed``; ``sending`` when the outcome is still
+            unknown (the next run reconciles it); ``pending`` when the job stopped before
+            sending the row (or, in a dry run, when it would be sent).
+        name: The contract's name (the match term's value), if the row has one.
+        contract_id: The contract's id, when created.
+        attempts: Requests sent for this row, over every run.
+        error: Why the row failed (or a note, e.g. that it changed since it was created).
+        reasons: Why the row is invalid, one problem each (``path: message``).
+        skipped: True when the contract was created by an earlier run of the job.
+        reconciled: True when the contract was found by listing the team after an
+            unknown outcome, rather than confirmed by the create call's answer.
+    """
+
+    row: int
+    line: int | None
+    key: str
+    state: RowState
+    name: str | None = None
+    contract_id: int | None = None
+    attempts: int = 0
+    error: str | None = None
+    reasons: tuple[str, ...] = ()
+    skipped: bool = False
+    reconciled: bool = False
+
+    @classmethod
+    def from_record(
+        cls, record: JournalRecord, *, skipped: bool = False, note: str | None = None
+    ) -> RowOutcome:
+        """Build an outcome from the row's journal record."""
+        invalid = record.state == "invalid"
+        reasons = tuple(record.error.splitlines()) if invalid and record.error else ()
+        error = None if invalid else record.error
+        if note is not None:
+            error = note if error is None else f"{error}; {note}"
+        return cls(
+            row=record.row,
+            line=record.line,
+            key=record.key,
+            state=record.state,
+            name=record.name,
+            contract_id=record.contract_id,
+            attempts=record.attempts,
+            error=error,
+            reasons=reasons,
+            skipped=skipped,
+            reconciled=record.reconciled,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the outcome as a JSON object (one line of a ``--report``)."""
+        return attrs.asdict(self, recurse=False, value_serializer=_listify)
+
+
+def _listify(instance: object, attribute: object, value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+@attrs.frozen(kw_only=True)
+class BulkSummary:
+    """The totals of one run of a job.
+
+    Attributes:
+        job_id: The job's id (the same for every run of the job).
+        run: The run's number in the journal (1 for the first).
+        rows: Input rows seen.
+        created: Contracts created by this run (``reconciled`` of them found by listing).
+        skipped: Rows already created by an earlier run.
+        invalid: Rows refused before sending (with their reasons).
+        failed: Rows that were not created.
+        unknown: Rows whose outcome is still unknown (reconciled by the next run).
+        pending: Rows not sent because the job was stopped.
+        reconciled: Contracts found by listing the team after an unknown outcome.
+        throttled: 429 answers the client received during the run.
+        retries: Retries the client made during the run.
+        requests: HTTP requests the client sent during the run.
+        elapsed: Seconds the run took.
+        stopped: True when the run was stopped (Ctrl-C, :meth:`BulkJob.stop`) before the end.
+        dry_run: True for a dry run (nothing was sent).
+    """
+
+    job_id: str
+    run: int
+    rows: int = 0
+    created: int = 0
+    skipped: int = 0
+    invalid: int = 0
+    failed: int = 0
+    unknown: int = 0
+    pending: int = 0
+    reconciled: int = 0
+    throttled: int = 0
+    retries: int = 0
+    requests: int = 0
+    elapsed: float = 0.0
+    stopped: bool = False
+    dry_run: bool = False
+
+    @property
+    def complete(self) -> bool:
+        """True when every row is created (now or before) or invalid: nothing is left to do."""
+        return self.failed == 0 and self.unknown == 0 and self.pending == 0 and not self.stopped
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the summary as a JSON object."""
+        return attrs.asdict(self)
+
+
+@attrs.frozen(kw_only=True)
+class BulkPlan:
+    """What a dry run found: what would be sent, and about how long it would take.
+
+    Attributes:
+        job_id: The job's id.
+        rows: Input rows read.
+        to_send: Rows that would be sent.
+        invalid: Rows that would be refused (their outcomes carry the reasons).
+        skipped: Rows already created by an earlier run of the job.
+        unknown: Rows of an earlier run whose outcome is unknown and would be reconciled.
+        write_rate: The write rate the estimate assumes (requests per second), or None.
+        rate_source: Where that rate comes from (``configured``, ``environment``, ``given``).
+        estimated_seconds: ``to_send / write_rate``, or None when the rate is not known.
+    """
+
+    job_id: str
+    rows: int
+    to_send: int
+    invalid: int
+    skipped: int
+    unknown: int
+    write_rate: float | None
+    rate_source: str | None
+    estimated_seconds: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the plan as a JSON object."""
+        return attrs.asdict(self)
+
+
+def estimate_seconds(to_send: int, write_rate: float | None, burst: float = 1.0) -> float | None:
+    """Return how long sending ``to_send`` creates takes at ``write_rate`` per second.
+
+    The first ``burst`` requests go at once; the rest are paced at the rate.
+    """
+    if write_rate is None or write_rate <= 0:
+        return None
+    return max(0.0, to_send - max(burst, 1.0)) / write_rate if to_send else 0.0
+
+
+@attrs.frozen(kw_only=True)
+class BulkProgress:
+    """A snapshot of a running job, for a progress display.
+
+    Attributes:
+        done: Rows with an outcome so far.
+        total: Rows expected (None when unknown, e.g. an iterable).
+        created: Created so far (this run).
+        skipped: Already created by an earlier run.
+        invalid: Refused before sending.
+        failed: Not created.
+        deferred: Waiting for another attempt or for reconciliation.
+        in_flight: Requests being sent now.
+        throttled: 429 answers so far.
+        retries: Client retries so far.
+        elapsed: Seconds since the run started.
+    """
+
+    done: int
+    total: int | None
+    created: int
+    skipped: int
+    invalid: int
+    failed: int
+    deferred: int
+    in_flight: int
+    throttled: int
+    retries: int
+    elapsed: float
+
+    @property
+    def rate(self) -> float:
+        """Rows per second so far."""
+        return self.done / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def eta(self) -> float | None:
+        """Seconds left at the current rate, or None when it cannot be told."""
+        if self.total is None or self.rate <= 0:
+            return None
+        return max(0, self.total - self.done) / self.rate
+
+
+def _clock(seconds: float | None) -> str:
+    if seconds is None:
+        return "--:--"
+    text = str(timedelta(seconds=round(seconds)))
+    return text[2:] if text.startswith("0:") else text
+
+
+def format_progress(progress: BulkProgress) -> str:
+    """Return one line describing a job's progress (no line ending).
+
+    Example: ``1,204/2,000 rows  98.7/s  ETA 00:08  created 1,180  invalid 3  failed 0
+    skipped 21  429s 1  retries 4``.
+    """
+    total = f"/{progress.total:,}" if progress.total is not None else ""
+    parts = [
+        f"{progress.done:,}{total} rows",
+        f"{progress.rate:,.1f}/s",
+        f"ETA {_clock(progress.eta)}",
+        f"created {progress.created:,}",
+        f"invalid {progress.invalid:,}",
+        f"failed {progress.failed:,}",
+    ]
+    if progress.skipped:
+        parts.append(f"skipped {progress.skipped:,}")
+    if progress.deferred:
+        parts.append(f"deferred {progress.deferred:,}")
+    parts.append(f"429s {progress.throttled:,}")
+    parts.append(f"retries {progress.retries:,}")
+    return "  ".join(parts)

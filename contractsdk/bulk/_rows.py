@@ -1,0 +1,320 @@
+"""From an input record to a row the journal can hold: columns, targets, keys, job id.
+
+Everything here is pure (no I/O, no event loop), so the rules that decide what a row *is*
+— its values, its key, the job it belongs to — are tested on their own.
+
+* Columns map to term names: by default a column is the term of the same name;
+  ``columns={"Name": "contract_name"}`` maps one, ``columns={"notes": None}`` ignores one.
+* Target columns (``team_column``, ``contract_type_column``, ``template_column``) hold
+  numeric ids per row and are never terms.
+* The row key is ``ref:<value>`` of the key column when there is one, else
+  ``sha:<hash>`` of the row's normalised content (its term values and targets), so the
+  same row gets the same key on every run, wherever it sits in the file.
+* The job id hashes what makes two runs the same job: the environment, the target, the
+  creator, the column mapping, the key column and the match term; not the input file, so
+  a file can be fixed and run again with its journal.
+* The idempotency key of a row is derived from the job id and the row key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from contractsdk._exceptions import ConfigurationError, TermValidationError
+from contractsdk.validation import TermSet
+
+__all__ = [
+    "ColumnMap",
+    "MappedRow",
+    "content_digest",
+    "idempotency_key",
+    "job_id",
+    "job_identity",
+    "map_row",
+    "parse_target_id",
+    "row_key",
+]
+
+_HASH_CHARS = 32
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _clean(value: Any) -> Any:
+    """Return a cell's value, or None for a missing or blank one."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value.strip() or None
+    return value
+
+
+def _check_mapping(
+    instance: ColumnMap, attribute: attrs.Attribute[Any], value: Mapping[object, object]
+) -> None:
+    for column, term in value.items():
+        if not isinstance(column, str) or not column.strip():
+            raise ConfigurationError(f"a column name must be a non-blank string, got {column!r}")
+        if term is not None and (not isinstance(term, str) or not term.strip()):
+            raise ConfigurationError(
+                f"column {column!r} must map to a term name (or None to ignore it), got {term!r}"
+            )
+    targets = [str(term) for term in value.values() if term is not None]
+    repeated = sorted({term for term in targets if targets.count(term) > 1})
+    if repeated:
+        raise ConfigurationError(
+            f"several columns map to the same term: {', '.join(map(repr, repeated))}"
+        )
+
+
+@attrs.frozen(kw_only=True)
+class ColumnMap:
+    """How the input's columns become term values, a row key and per-row targets.
+
+    Attributes:
+        terms: ``{column: term name}`` for columns whose name is not their term's name;
+            ``{column: None}`` ignores a column. Any other column is the term of its name.
+        key_column: The column holding each row's own reference (its key); None keys rows
+            by a hash of their content. It is also sent as a term when it names one.
+        team_column: The column holding the team id of each row (None: the job's team).
+        contract_type_column: The column holding the contract type id of each row (the
+            newest template version of that type is used).
+        template_column: The column holding the template version id of each row.
+    """
+
+    terms: Mapping[str, str | None] = attrs.field(factory=dict, validator=_check_mapping)
+    key_column: str | None = None
+    team_column: str | None = None
+    contract_type_column: str | None = None
+    template_column: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        targets = [
+            column
+            for column in (self.team_column, self.contract_type_column, self.template_column)
+            if column is not None
+        ]
+        specials = [*targets, *([self.key_column] if self.key_column else [])]
+        if len(set(specials)) != len(specials):
+            raise ConfigurationError(
+                "the key, team, contract type and template columns must be different columns"
+            )
+        for column in targets:
+            if self.terms.get(column) is not None:
+                raise ConfigurationError(
+                    f"column {column!r} holds a target id; it cannot also map to a term"
+                )
+
+    @property
+    def target_columns(self) -> tuple[str, ...]:
+        """The columns that hold per-row targets."""
+        return tuple(
+            column
+            for column in (self.team_column, self.contract_type_column, self.template_column)
+            if column is not None
+        )
+
+    def term_of(self, column: str, terms: TermSet | None = None) -> str | None:
+        """Return the term a column gives a value to, or None if it gives none."""
+        if column in self.target_columns:
+            return None
+        if column in self.terms:
+            return self.terms[column]
+        if column == self.key_column and terms is not None and terms.find(column) is None:
+            return None  # a pure reference column
+        return column
+
+    def identity(self) -> dict[str, Any]:
+        """Return what of the mapping belongs to the job's identity."""
+        return {
+            "columns": dict(sorted(self.terms.items())),
+            "key_column": self.key_column,
+            "team_column": self.team_column,
+            "contract_type_column": self.contract_type_column,
+            "template_column": self.template_column,
+        }
+
+    def check_header(
+        self,
+        header: Sequence[str],
+        terms: TermSet | None,
+        *,
+        match_term: str,
+        where: str,
+    ) -> None:
+        """Refuse a header that cannot work, before any row is read.
+
+        Args:
+            header: The column names.
+            terms: The job's terms when every row uses one template (else None: the
+                columns are then checked row by row).
+            match_term: The term that names each contract.
+            where: The input, for messages.
+
+        Raises:
+            ConfigurationError: A mapped, key or target column is missing; a column is not
+                a term (each named, with the closest term); two columns give one term; no
+                column gives the match term.
+        """
+        present = set(header)
+        wanted = [
+            *self.terms,
+            *self.target_columns,
+            *([self.key_column] if self.key_column else []),
+        ]
+        missing = [column for column in wanted if column and column not in present]
+        if missing:
+            raise ConfigurationError(
+                f"{where} has no column {', '.join(map(repr, missing))} (its columns: "
+                f"{', '.join(header)})"
+            )
+        given: dict[str, str] = {}
+        for column in header:
+            term = self.term_of(column, terms)
+            if term is None:
+                continue
+            if term in given:
+                raise ConfigurationError(
+                    f"{where}: columns {given[term]!r} and {column!r} both give term {term!r}"
+                )
+            given[term] = column
+        if terms is not None:
+            unknown = _unknown_terms(terms, list(given))
+            if unknown:
+                listed = "; ".join(
+                    f"{given[term]!r}" + (f" (did you mean {hint!r}?)" if hint else "")
+                    for term, hint in unknown
+                )
+                raise ConfigurationError(
+                    f"{where}: {len(unknown)} column(s) are not terms of template "
+                    f"{terms.template_id}: {listed}. Map each to a term "
+                    "(columns={'COL': 'term'}, --column COL=TERM) or ignore it "
+                    "(columns={'COL': None}, --column COL=)"
+                )
+        if match_term not in given:
+            raise ConfigurationError(
+                f"{where}: no column gives {match_term!r}, the name that identifies each "
+                "contract (bulk creation needs it to find a contract again after an "
+                f"unknown outcome); add the column or map one to it (--column COL={match_term})"
+            )
+
+
+def _unknown_terms(terms: TermSet, names: Sequence[str]) -> list[tuple[str, str | None]]:
+    """Return ``(name, suggestion)`` for each name that is not a term."""
+    try:
+        terms.validate(dict.fromkeys(names))
+    except TermValidationError as exc:
+        return [
+            (problem.term, problem.suggestion)
+            for problem in exc.problems
+            if problem.kind == "unknown_term"
+        ]
+    return []
+
+
+def parse_target_id(value: Any, column: str) -> tuple[int | None, str | None]:
+    """Read a per-row target id; return ``(id, None)`` or ``(None, problem)``."""
+    cleaned = _clean(value)
+    if cleaned is None:
+        return None, f"no value in the {column!r} column"
+    if isinstance(cleaned, int) and not isinstance(cleaned, bool) and cleaned >= 0:
+        return cleaned, None
+    if isinstance(cleaned, str) and cleaned.isascii() and cleaned.isdigit():
+        return int(cleaned), None
+    return None, f"the {column!r} column must hold a numeric id, not {cleaned!r}"
+
+
+@attrs.frozen(kw_only=True)
+class MappedRow:
+    """A record's term values, key value and problems, after the column mapping.
+
+    Attributes:
+        values: ``{term: value}`` without blanks.
+        key_value: The key column's value, if there is a key column.
+        problems: What is wrong with the record before validation.
+    """
+
+    values: dict[str, Any]
+    key_value: str | None
+    problems: tuple[str, ...] = ()
+
+
+def map_row(data: Mapping[str, Any], columns: ColumnMap, terms: TermSet | None) -> MappedRow:
+    """Apply the column mapping to one record."""
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    source: dict[str, str] = {}
+    for column, raw in data.items():
+        column_name = str(column)
+        term = columns.term_of(column_name, terms)
+        if term is None:
+            continue
+        value = _clean(raw)
+        if value is None:
+            continue
+        if isinstance(value, bool | list | dict):
+            problems.append(f"{column_name}: expected a text or number value, got {value!r}")
+            continue
+        if term in values:
+            problems.append(f"columns {source[term]!r} and {column_name!r} both give {term!r}")
+            continue
+        values[term] = value
+        source[term] = column_name
+    key_value = None
+    if columns.key_column is not None:
+        raw_key = _clean(data.get(columns.key_column))
+        if raw_key is None:
+            problems.append(f"no value in the key column {columns.key_column!r}")
+        else:
+            key_value = str(raw_key)
+    return MappedRow(values=values, key_value=key_value, problems=tuple(problems))
+
+
+def content_digest(values: Mapping[str, Any], targets: Sequence[int | None] = ()) -> str:
+    """Hash a row's normalised content: its term values (as text) and targets."""
+    content = [sorted((str(term), str(value)) for term, value in values.items()), list(targets)]
+    return _sha(json.dumps(content, ensure_ascii=False, separators=(",", ":")))[:_HASH_CHARS]
+
+
+def row_key(key_value: str | None, digest: str) -> str:
+    """Return a row's stable key: its reference when given, else its content hash."""
+    return f"ref:{key_value}" if key_value is not None else f"sha:{digest}"
+
+
+def job_identity(
+    *,
+    base_url: str,
+    team_id: int | None,
+    contract_type_id: int | None,
+    template_id: int | None,
+    created_by: int,
+    columns: ColumnMap,
+    match_term: str,
+) -> dict[str, Any]:
+    """Return what makes two runs the same job (the job id is its hash)."""
+    return {
+        "base_url": base_url,
+        "team_id": team_id,
+        "contract_type_id": contract_type_id,
+        "template_id": template_id if template_id is not None else "latest",
+        "created_by": created_by,
+        "match_term": match_term,
+        **columns.identity(),
+    }
+
+
+def job_id(identity: Mapping[str, Any]) -> str:
+    """Return the job id of an identity: 16 hex digits."""
+    return _sha(json.dumps(identity, sort_keys=True, separators=(",", ":")))[:16]
+
+
+def idempotency_key(job: str, key: str) -> str:
+    """Return the Idempotency-Key of a row: the same for the same job and row, every run."""
+    return f"contractsdk-bulk-{job}-{_sha(key)[:_HASH_CHARS]}"

@@ -1,0 +1,91 @@
+"""Reading a job's journal without running it: ``contractsdk bulk status``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import attrs
+
+from contractsdk.bulk._journal import Journal, JournalError
+from contractsdk.bulk._records import JournalRecord
+
+__all__ = ["JournalStatus", "read_status"]
+
+
+@attrs.frozen(kw_only=True)
+class JournalStatus:
+    """What a journal says about its job.
+
+    Attributes:
+        job_id: The job's id.
+        identity: What the job id is derived from (environment, target, columns …).
+        created: When the job's first run started (ISO 8601, UTC).
+        sdk_version: The contractsdk version that created the journal.
+        counts: Rows in each state, over every run.
+        latest_counts: Rows in each state among the rows the latest run saw.
+        runs: Every run: number, mode, source, start, end and how it ended.
+        unfinished: The first rows that are ``failed``, ``sending`` or ``pending``, with
+            their last errors.
+        invalid: The first invalid rows of the latest run, with their reasons.
+    """
+
+    job_id: str
+    identity: dict[str, Any]
+    created: str
+    sdk_version: str
+    counts: dict[str, int]
+    latest_counts: dict[str, int]
+    runs: list[dict[str, Any]]
+    unfinished: list[JournalRecord]
+    invalid: list[JournalRecord]
+
+    @property
+    def source(self) -> str | None:
+        """The input file of the latest run that read one."""
+        for run in reversed(self.runs):
+            if run["source"]:
+                return str(run["source"])
+        return None
+
+
+def _read(path: str | os.PathLike[str], limit: int) -> JournalStatus:
+    journal = Journal.connect(path, readonly=True)
+    try:
+        header = journal.header()
+        if header is None:
+            raise JournalError(f"{path} holds no job yet")
+        runs = journal.runs()
+        latest = runs[-1]["run"] if runs else None
+        invalid = [
+            record
+            for record in journal.records(("invalid",), limit=limit * 4)
+            if record.run == latest
+        ][:limit]
+        return JournalStatus(
+            job_id=header["job_id"],
+            identity=header["identity"],
+            created=header["created"],
+            sdk_version=header["sdk_version"],
+            counts=journal.counts(),
+            latest_counts=journal.counts(latest) if latest is not None else journal.counts(),
+            runs=runs,
+            unfinished=journal.records(("failed", "sending", "pending"), limit=limit),
+            invalid=invalid,
+        )
+    finally:
+        journal.close()
+
+
+async def read_status(path: str | os.PathLike[str], *, limit: int = 20) -> JournalStatus:
+    """Read a journal's header, counts, runs and first problems (in a thread).
+
+    Args:
+        path: The journal file.
+        limit: The most unfinished and invalid rows to return.
+
+    Raises:
+        JournalError: The file is missing or is not a bulk journal.
+    """
+    return await asyncio.to_thread(_read, path, limit)

@@ -1,0 +1,218 @@
+"""The journal's writer thread: SQLite off the event loop, with group commit.
+
+SQLite is blocking, so :class:`AsyncJournal` owns the connection in one thread. Callers on
+the event loop queue operations and await futures; the thread takes every operation
+waiting in its queue (up to ``_MAX_BATCH``), runs each inside a savepoint of one
+transaction, commits once, then resolves the futures. A future resolves only after its
+change is committed, so ``await journal.call(lambda j: j.mark_sending(key))`` returning
+means the mark is on disk (see the invariants in ``_journal.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import queue
+import shutil
+import sqlite3
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from contractsdk.bulk._journal import Journal, JournalError, check_journal_path
+
+__all__ = ["AsyncJournal"]
+
+T = TypeVar("T")
+_MAX_BATCH = 256
+
+
+class _Stop:
+    pass
+
+
+_STOP = _Stop()
+
+
+class AsyncJournal:
+    """A :class:`Journal` run by one writer thread, awaited from the event loop.
+
+    Operations queue up while the thread commits; the thread runs every operation waiting
+    (up to 256), each in a savepoint of one transaction, commits once and then resolves
+    their futures: a resolved future means the change is on disk (see the module header).
+
+    Use :meth:`open` and :meth:`aclose`.
+    """
+
+    def __init__(self, path: Path, *, temporary_dir: Path | None = None) -> None:
+        self.path = path
+        self._temporary_dir = temporary_dir
+        self._queue: queue.SimpleQueue[
+            tuple[Callable[[Journal], Any], asyncio.Future[Any]] | _Stop
+        ] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock_file: Any = None
+        self.commits = 0
+
+    @classmethod
+    async def open(
+        cls, path: str | os.PathLike[str] | None, *, copy_of: Path | None = None
+    ) -> AsyncJournal:
+        """Open a journal file and start its writer thread.
+
+        Args:
+            path: The journal file; None makes a temporary journal, deleted on close.
+            copy_of: Make the temporary journal a copy of this journal (for a dry run,
+                which must not change the real one).
+
+        Raises:
+            JournalError: The directory is missing, the file is not a journal, or another
+                process is running a job with it.
+        """
+        temporary_dir = None
+        if path is None:
+            temporary_dir = Path(tempfile.mkdtemp(prefix="contractsdk-bulk-"))
+            target = temporary_dir / "journal.db"
+        else:
+            target = check_journal_path(path)
+        journal = cls(target, temporary_dir=temporary_dir)
+        try:
+            if copy_of is not None and await asyncio.to_thread(copy_of.exists):
+                source = await asyncio.to_thread(Journal.connect, copy_of, readonly=True)
+                try:
+                    await asyncio.to_thread(source.copy_to, target)
+                finally:
+                    source.close()
+            else:
+                await asyncio.to_thread(journal._lock)
+            await journal._start()
+        except BaseException:
+            journal._cleanup()
+            raise
+        return journal
+
+    def _lock(self) -> None:
+        """Hold an advisory lock so that two processes never run one job at once."""
+        try:
+            import fcntl
+        except ImportError:  # Windows: no advisory locks; documented in docs/bulk.md
+            return
+        handle = open(f"{self.path}.lock", "a")  # noqa: SIM115  # held until close
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            raise JournalError(
+                f"another process is running a job with the journal {self.path}"
+            ) from None
+        self._lock_file = handle
+
+    async def _start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = self._loop.create_future()
+        self._thread = threading.Thread(
+            target=self._serve, args=(ready,), name="contractsdk-bulk-journal", daemon=True
+        )
+        self._thread.start()
+        await ready
+
+    @staticmethod
+    def _resolve(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+        if future.done():  # the caller gave up (cancelled); the change is committed anyway
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def _serve(self, ready: asyncio.Future[None]) -> None:
+        loop = self._loop
+        assert loop is not None
+        try:
+            journal = Journal.connect(self.path)
+        except BaseException as exc:  # reported to the opener
+            loop.call_soon_threadsafe(self._resolve, ready, None, exc)
+            return
+        loop.call_soon_threadsafe(self._resolve, ready, None, None)
+        try:
+            while True:
+                first = self._queue.get()
+                if isinstance(first, _Stop):
+                    return
+                batch = [first]
+                stop = False
+                while len(batch) < _MAX_BATCH:
+                    try:
+                        item = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if isinstance(item, _Stop):
+                        stop = True
+                        break
+                    batch.append(item)
+                self._run_batch(journal, batch, loop)
+                if stop:
+                    return
+        finally:
+            journal.close()
+
+    def _run_batch(
+        self,
+        journal: Journal,
+        batch: list[tuple[Callable[[Journal], Any], asyncio.Future[Any]]],
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        results: list[tuple[Any, BaseException | None]] = []
+        db = journal.db
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            for operation, _future in batch:
+                db.execute("SAVEPOINT op")
+                try:
+                    result = operation(journal)
+                except Exception as exc:
+                    db.execute("ROLLBACK TO op")
+                    db.execute("RELEASE op")
+                    results.append((None, exc))
+                else:
+                    db.execute("RELEASE op")
+                    results.append((result, None))
+            db.execute("COMMIT")
+            self.commits += 1
+        except Exception as exc:  # the commit failed (disk full, I/O error): nothing is saved
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            failure: BaseException = JournalError(f"cannot write the journal {self.path}: {exc}")
+            results = [(None, failure)] * len(batch)
+        for (_operation, future), (result, error) in zip(batch, results, strict=True):
+            loop.call_soon_threadsafe(self._resolve, future, result, error)
+
+    async def call(self, operation: Callable[[Journal], T]) -> T:
+        """Run ``operation(journal)`` in the writer thread; return once it is committed."""
+        if self._thread is None or not self._thread.is_alive():
+            raise JournalError(f"the journal {self.path} is closed")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._queue.put((operation, future))
+        # Shielded: a cancelled caller does not undo a queued change; it still commits.
+        return await asyncio.shield(future)
+
+    async def aclose(self) -> None:
+        """Commit what is queued, stop the thread, close the file (and delete a temporary one)."""
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            self._queue.put(_STOP)
+            await asyncio.to_thread(thread.join)
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        if self._lock_file is not None:
+            self._lock_file.close()
+            self._lock_file = None
+        if self._temporary_dir is not None:
+            shutil.rmtree(self._temporary_dir, ignore_errors=True)
+            self._temporary_dir = None
