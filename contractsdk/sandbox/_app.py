@@ -164,17 +164,18 @@ class _Pipeline:
             return error_response(
                 400, f"Idempotency-Key must be 1 to {MAX_KEY_LENGTH} characters", path
             )
-        try:
-            body = await request.read()
-        except web.HTTPException as exc:
-            return self._http_error(request, exc)
-        digest = fingerprint(request.method, path, body)
         store = self._emulator.idempotency
-        record = store.get(principal, key)  # looked up after the await, so no race
+        record = store.get(principal, key)
         if record is None:
-            record = store.begin(principal, key, digest)
+            # In flight from arrival (not from the end of the body), so that a duplicate
+            # sent while the first is still uploading or being processed gets 409.
+            record = store.begin(principal, key)
             try:
+                record.fingerprint = fingerprint(request.method, path, await request.read())
                 response = await self._call(request, handler)
+            except web.HTTPException as exc:  # body over the size limit
+                store.discard(principal, key)
+                return self._http_error(request, exc)
             except BaseException:
                 store.discard(principal, key)
                 raise
@@ -193,6 +194,10 @@ class _Pipeline:
                 f"A request with this Idempotency-Key is still being processed: {key[:80]}",
                 path,
             )
+        try:
+            digest = fingerprint(request.method, path, await request.read())
+        except web.HTTPException as exc:
+            return self._http_error(request, exc)
         if record.fingerprint != digest:
             return error_response(
                 422,

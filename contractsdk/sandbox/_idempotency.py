@@ -35,16 +35,17 @@ class Record:
     """What is remembered about one idempotency key.
 
     Args:
-        fingerprint: Digest of method, path and body of the first request.
         created: Monotonic time the key was first seen.
+        fingerprint: Digest of method, path and body of the first request (empty until
+            its body has arrived).
         in_flight: Whether the first request is still being processed.
         status: The stored response status.
         body: The stored response body.
         headers: The stored response headers worth replaying.
     """
 
-    fingerprint: str
     created: float
+    fingerprint: str = ""
     in_flight: bool = True
     status: int = 0
     body: bytes = b""
@@ -110,20 +111,19 @@ class IdempotencyStore:
             return None
         return record
 
-    def begin(self, principal: str, key: str, digest: str) -> Record:
+    def begin(self, principal: str, key: str) -> Record:
         """Start processing a new key.
 
         Args:
             principal: The caller.
             key: The idempotency key (checked unknown by the caller).
-            digest: The request's :func:`fingerprint`.
 
         Returns:
             The new in-flight record.
         """
         now = self._clock()
         self._evict(now)
-        record = Record(digest, now)
+        record = Record(now)
         self._records[(principal, key)] = record
         return record
 
