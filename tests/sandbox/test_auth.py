@@ -59,7 +59,7 @@ async def _token(
     }
     body.update(overrides)
     kwargs: dict[str, object] = {"data": body} if form else {"json": body}
-    async with session.post(server.token_url, **kwargs) as response:  # type: ignore[arg-type]
+    async with session.post(server.token_url, **kwargs) as response:
         return response.status, await response.json()
 
 
@@ -106,7 +106,8 @@ async def test_wrong_secret_is_401_access_denied(
     """A wrong client secret or unknown client gives 401 {"error": "access_denied"}."""
     status, body = await _token(session, server, client_secret="sandbox-secret-wrong")
     assert status == 401
-    assert body["error"] == "access_denied" and "error_description" in body
+    assert body["error"] == "access_denied"
+    assert "error_description" in body
     status, body = await _token(session, server, client_id="someone-else")
     assert status == 401
 
@@ -128,7 +129,7 @@ async def test_tokens_expire_after_the_ttl(session: aiohttp.ClientSession) -> No
     """With token_ttl=1 a token works at once and is refused ("expired") once it has lapsed."""
     async with SandboxServer(token_ttl=1.0, read_rate=None) as server:
         api = Api(server, session)
-        status, grant = await _token(session, server)
+        _status, grant = await _token(session, server)
         assert grant["expires_in"] == 1
         holder = api.with_token(str(grant["access_token"]))
         path = f"/v1/users/{server.users[0].id}"

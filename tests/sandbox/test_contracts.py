@@ -54,7 +54,7 @@ async def test_create_returns_a_bare_link_and_location(api: Api, server: Sandbox
 
 
 async def test_contract_json_has_the_spec_keys_and_no_id(api: Api, server: SandboxServer) -> None:
-    """A contract is {contract_name, created_date, purchased_date, completedDate, fields, _links}."""
+    """A contract has the spec wire keys (camelCase completedDate) and no id key."""
     cid, _ = await _create(api, server, MONTHLY_WITH_BREAK)
     data = (await api.get(f"/v1/contracts/{cid}")).json()
     assert list(data) == [
@@ -66,7 +66,8 @@ async def test_contract_json_has_the_spec_keys_and_no_id(api: Api, server: Sandb
         "_links",
     ]
     assert data["contract_name"] == "Flat 3, 1 High Street"
-    assert _ISO.fullmatch(data["created_date"]) and _ISO.fullmatch(data["purchased_date"])
+    assert _ISO.fullmatch(data["created_date"])
+    assert _ISO.fullmatch(data["purchased_date"])
     assert data["completedDate"] is None
     assert data["_links"] == {"self": {"href": f"{server.url}/v1/contracts/{cid}"}}
     template = server.seed.catalog.templates[ast_template_id(server)]
@@ -224,9 +225,7 @@ async def test_template_of_a_type_not_available_in_the_team_is_400(
             ["contract_pets", "must be a string"],
             id="number-value",
         ),
-        pytest.param(
-            [{"id": "3779", "value": "month"}], ["id must be an integer"], id="string-id"
-        ),
+        pytest.param([{"id": "3779", "value": "month"}], ["id must be an integer"], id="string-id"),
         pytest.param(
             [{"name": "contract_pets", "value": "petsYes"}, {"name": "contract_pets"}],
             ["contract_pets", "more than once"],
@@ -271,7 +270,8 @@ async def test_every_problem_is_reported_at_once(api: Api, server: SandboxServer
     message = (
         await api.create_contract(user.personal_team_id, user.id, ast_template_id(server), fields)
     ).spring(400)
-    assert "contract_pets" in message and "contract_nope" in message
+    assert "contract_pets" in message
+    assert "contract_nope" in message
 
 
 async def test_patch_merges_fields(api: Api, server: SandboxServer) -> None:
@@ -286,9 +286,7 @@ async def test_patch_merges_fields(api: Api, server: SandboxServer) -> None:
     assert values["contract_breakClauseStart"] == "6 months"
 
 
-async def test_changing_an_option_drops_the_nested_answers(
-    api: Api, server: SandboxServer
-) -> None:
+async def test_changing_an_option_drops_the_nested_answers(api: Api, server: SandboxServer) -> None:
     """Switching rentFrequency from month to week drops the break-clause answers below month."""
     cid, _ = await _create(api, server, MONTHLY_WITH_BREAK)
     reply = await api.patch(

@@ -15,7 +15,8 @@ _ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00")
 
 def _self_href(obj: dict[str, Any]) -> str:
     links = obj["links"]
-    assert isinstance(links, list) and links[0]["rel"] == "self"
+    assert isinstance(links, list)
+    assert links[0]["rel"] == "self"
     return str(links[0]["href"])
 
 
@@ -28,7 +29,8 @@ async def test_get_user_shape(api: Api, server: SandboxServer) -> None:
     data = reply.json()
     assert data["id"] == user.id
     assert data["email"] == user.email
-    assert data["first_name"] == user.first_name and data["last_name"] == user.last_name
+    assert data["first_name"] == user.first_name
+    assert data["last_name"] == user.last_name
     assert data["full_name"] == user.full_name
     assert _ISO.fullmatch(data["created"])
     assert data["_links"] == {"self": {"href": f"{server.url}/v1/users/{user.id}"}}
@@ -38,7 +40,8 @@ async def test_avatar_only_when_set(api: Api, server: SandboxServer) -> None:
     """A user without a picture has no avatar key; one with a picture has a URL."""
     with_avatar = [u for u in server.users if u.avatar]
     without = [u for u in server.users if not u.avatar]
-    assert with_avatar and without
+    assert with_avatar
+    assert without
     assert "avatar" in (await api.get(f"/v1/users/{with_avatar[0].id}")).json()
     assert "avatar" not in (await api.get(f"/v1/users/{without[0].id}")).json()
 
@@ -65,7 +68,8 @@ async def test_create_user_returns_a_link_and_a_personal_team(
     reply = await api.post("/v1/users", body)
     assert reply.status == 201
     link = reply.json()
-    assert link["rel"] == "self" and link["href"] == reply.headers["Location"]
+    assert link["rel"] == "self"
+    assert link["href"] == reply.headers["Location"]
     user_id = int(link["href"].rsplit("/", 1)[1])
     teams = (await api.get(f"/v1/users/{user_id}/teams")).json()
     assert [t["name"] for t in teams] == ["Personal Team"]
@@ -208,11 +212,13 @@ def _check_term(term: dict[str, Any], base: str) -> int:
 async def test_terms_are_shaped_like_the_real_capture(api: Api, server: SandboxServer) -> None:
     """GET /v1/templates/{id}/terms: id, label, name, options [{value, nested_fields}], links."""
     data = (await api.get(f"/v1/templates/{ast_template_id(server, newest=False)}/terms")).json()
-    assert isinstance(data, list) and len(data) >= 40
+    assert isinstance(data, list)
+    assert len(data) >= 40
     depths = [_check_term(term, server.url) for term in data]
     assert max(depths) == 3
     name = data[0]
-    assert name["name"] == "contract_name" and "options" not in name
+    assert name["name"] == "contract_name"
+    assert "options" not in name
 
 
 async def test_get_one_nested_term(api: Api, server: SandboxServer) -> None:

@@ -86,13 +86,11 @@ def test_latency_range_is_drawn_within_bounds() -> None:
 @pytest.mark.parametrize("status", [500, 502, 503, 504])
 async def test_injected_status(status: int, session: aiohttp.ClientSession) -> None:
     """status_5xx=1 answers that status with a Spring body and does not process the request."""
-    rule = FaultRule(CREATE, **{f"status_{status}": 1.0})  # type: ignore[arg-type]
+    rule = FaultRule(CREATE, **{f"status_{status}": 1.0})
     async with SandboxServer(read_rate=None, write_rate=None, faults=[rule]) as server:
         api = Api(server, session)
         user = server.users[0]
-        reply = await api.create_contract(
-            user.personal_team_id, user.id, ast_template_id(server)
-        )
+        reply = await api.create_contract(user.personal_team_id, user.id, ast_template_id(server))
         assert "Injected fault" in reply.spring(status)
         assert server.state.contracts == {}
         assert (await api.get("/v1/users")).status == 200  # other routes unaffected
@@ -159,9 +157,7 @@ async def test_lost_answer_is_recovered_with_an_idempotency_key(
     assert list(created) == [int(reply.headers["Location"].rsplit("/", 1)[1])]
 
 
-async def test_token_endpoint_is_faulted_only_when_named(
-    api: Api, server: SandboxServer
-) -> None:
+async def test_token_endpoint_is_faulted_only_when_named(api: Api, server: SandboxServer) -> None:
     """'*' leaves /oauth/token alone; a rule naming it applies."""
     body = {
         "grant_type": "client_credentials",

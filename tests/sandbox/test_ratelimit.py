@@ -74,7 +74,8 @@ def test_headers_can_be_switched_off() -> None:
     limiter = RateLimiter(RateLimits(read_rate=1.0, rate_headers=False), FakeClock())
     assert limiter.acquire("p", write=False).headers == {}
     refused = limiter.acquire("p", write=False)
-    assert not refused.allowed and refused.headers == {}
+    assert not refused.allowed
+    assert refused.headers == {}
 
 
 def test_classes_and_principals_have_their_own_buckets() -> None:

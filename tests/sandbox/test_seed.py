@@ -54,7 +54,8 @@ def test_shared_teams_leave_some_users_out() -> None:
     shared = [t for t in seed.teams if t.name != "Personal Team"]
     assert len(shared) >= 3
     for team in shared:
-        assert team.owner_ids and team.member_ids
+        assert team.owner_ids
+        assert team.member_ids
         outsiders = [
             u for u in seed.users if u.id not in team.owner_ids and u.id not in team.member_ids
         ]
