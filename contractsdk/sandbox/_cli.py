@@ -85,7 +85,7 @@ def _describe(server: SandboxServer) -> str:
 
     burst = "one second's worth" if limits.burst is None else f"{limits.burst:g}"
     lines = [
-        "Contract Service sandbox emulator (contractsdk) — emulator-only credentials, "
+        "Contract Service sandbox emulator (contractsdk) - emulator-only credentials, "
         "not real secrets",
         "",
         f"  URL           {server.url}",
