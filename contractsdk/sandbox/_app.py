@@ -20,6 +20,7 @@ import logging
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from ._auth import bearer_token
 from ._config import SandboxConfig
 from ._emulator import Emulator
 from ._faults import Fault, Outcome
@@ -93,9 +94,8 @@ class _Pipeline:
         return response if response is not None else web.Response(status=500)
 
     async def _admin(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        header = request.headers.get("Authorization", "")
-        token = header[7:].strip().encode() if header[:7].lower() == "bearer " else b""
-        if not hmac.compare_digest(token, self._admin_token):
+        token = bearer_token(request.headers.get("Authorization")) or ""
+        if not hmac.compare_digest(token.encode(), self._admin_token):
             return error_response(
                 401,
                 "The admin API needs the admin token",
@@ -110,11 +110,14 @@ class _Pipeline:
             principal = emulator.auth.principal(request.headers.get("Authorization"))
         except ApiError as exc:
             return exc.response(request.path)
-        decision = emulator.limiter.acquire(principal, request.method not in _READ_METHODS)
+        write = request.method not in _READ_METHODS
+        decision = emulator.limiter.acquire(principal, write)
         if not decision.allowed:
+            limits = emulator.limiter.limits
+            rate = limits.write_rate if write else limits.read_rate
             return error_response(
                 429,
-                "Too Many Requests: rate limit exceeded",
+                f"Too Many Requests: over {rate:g} {'writes' if write else 'reads'} per second",
                 request.path,
                 headers=decision.headers,
             )

@@ -24,6 +24,8 @@ from typing import Any
 
 import attrs
 
+from ._wire import is_number
+
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "*"})
 _OUTCOMES = ("status_500", "status_502", "status_503", "status_504", "reset", "lost")
 
@@ -172,7 +174,7 @@ class FaultRule:
         for name in _OUTCOMES:
             if name in data:
                 value = data[name]
-                if not isinstance(value, (int, float)) or isinstance(value, bool):
+                if not is_number(value):
                     raise ValueError(f"{name} must be a number")
                 kwargs[name] = float(value)
         route = data.get("route", "*")
@@ -180,12 +182,8 @@ class FaultRule:
             raise ValueError("route must be a string")
         latency = data.get("latency")
         if latency is not None and not (
-            (isinstance(latency, (int, float)) and not isinstance(latency, bool))
-            or (
-                isinstance(latency, list)
-                and len(latency) == 2
-                and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in latency)
-            )
+            is_number(latency)
+            or (isinstance(latency, list) and len(latency) == 2 and all(map(is_number, latency)))
         ):
             raise ValueError("latency must be a number or a [low, high] pair")
         return cls(route, latency=latency, **kwargs)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._catalog import Template, Term
-from ._wire import json_type
+from ._wire import is_int, json_type
 
 _MAX_LISTED_OPTIONS = 8
 
@@ -123,7 +123,7 @@ def _resolve(
         problems.append(f'{where}: unknown key "nestedFields"; the wire name is "nested_fields"')
         return None
     term_id, name = raw.get("id"), raw.get("name")
-    if term_id is not None and (not isinstance(term_id, int) or isinstance(term_id, bool)):
+    if term_id is not None and not is_int(term_id):
         problems.append(f"{where}.id must be an integer, got {json_type(term_id)}")
         return None
     if name is not None and not isinstance(name, str):

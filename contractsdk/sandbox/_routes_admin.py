@@ -16,7 +16,16 @@ from aiohttp import web
 from ._auth import TokenError
 from ._emulator import UNCHANGED, Emulator, Role, Unchanged
 from ._faults import FaultRule
-from ._wire import ApiError, json_response, parse_id, read_json, read_object, require_int
+from ._wire import (
+    ApiError,
+    is_int,
+    is_number,
+    json_response,
+    parse_id,
+    read_json,
+    read_object,
+    require_int,
+)
 
 
 class AdminRoutes:
@@ -132,7 +141,7 @@ class AdminRoutes:
             if unknown:
                 raise ApiError(400, f"unknown keys: {', '.join(sorted(unknown))}")
             seed = body.get("seed")
-            if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+            if seed is not None and not is_int(seed):
                 raise ApiError(400, "seed must be an integer")
             body = body.get("rules", [])
         if not isinstance(body, list) or not all(isinstance(r, dict) for r in body):
@@ -157,11 +166,7 @@ class AdminRoutes:
         numbers: dict[str, float | Unchanged | None] = {}
         for key in ("read_rate", "write_rate", "burst"):
             value = body.get(key, UNCHANGED)
-            if not (
-                value is None
-                or value is UNCHANGED
-                or (isinstance(value, (int, float)) and not isinstance(value, bool))
-            ):
+            if not (value is None or value is UNCHANGED or is_number(value)):
                 raise ApiError(400, f"{key} must be a number or null")
             numbers[key] = value
         headers = body.get("rate_headers", UNCHANGED)

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from http import HTTPStatus
-from typing import Any
+from typing import Any, TypeGuard
 
 from aiohttp import web
 
@@ -262,6 +262,30 @@ async def read_object(request: web.Request) -> dict[str, Any]:
     return body
 
 
+def is_int(value: object) -> TypeGuard[int]:
+    """Tell whether a decoded JSON value is an integer (JSON ``true`` is not).
+
+    Args:
+        value: A decoded JSON value.
+
+    Returns:
+        True for ints other than bools.
+    """
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: object) -> TypeGuard[int | float]:
+    """Tell whether a decoded JSON value is a number (JSON ``true`` is not).
+
+    Args:
+        value: A decoded JSON value.
+
+    Returns:
+        True for ints and floats other than bools.
+    """
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def json_type(value: object) -> str:
     """Name a decoded JSON value's type for messages.
 
@@ -302,7 +326,7 @@ def get_int(body: Mapping[str, Any], key: str) -> int | None:
     value = body.get(key)
     if value is None:
         return None
-    if not isinstance(value, int) or isinstance(value, bool):
+    if not is_int(value):
         raise ApiError(400, f"{key} must be an integer, got {json_type(value)}")
     if not INT64_MIN <= value <= INT64_MAX:
         raise ApiError(400, f"{key} is outside the 64-bit integer range")
