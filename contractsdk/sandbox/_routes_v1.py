@@ -262,7 +262,9 @@ class ApiRoutes:
         href = f"{self._origin(request)}/v1/teams/{team.id}/contract-types/{ctype.id}"
         return json_response(ctype.to_json(href))
 
-    def _template_json(self, base: str, team: Team, ctype: ContractType, template_id: int) -> Any:
+    def _template_json(
+        self, base: str, team: Team, ctype: ContractType, template_id: int
+    ) -> dict[str, Any]:
         template = self._catalog.templates[template_id]
         href = f"{base}/v1/teams/{team.id}/contract-types/{ctype.id}/templates/{template.id}"
         return {"id": template.id, "version": template.version, "links": links_array(href)}

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 from ._catalog import TermDef, choice, opt, text, yes_no
 
-_ORDINALS = ("st", "nd", "rd") + ("th",) * 17 + ("st", "nd", "rd") + ("th",) * 5
+
+def _ordinal(day: int) -> str:
+    suffix = "th" if 10 <= day % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
+    return f"{day}{suffix}"
+
 
 _PAYMENT_DAYS = (
-    *(f"{day}{_ORDINALS[day - 1]} calendar day of the month" for day in range(1, 29)),
+    *(f"{_ordinal(day)} calendar day of the month" for day in range(1, 29)),
     "last working day of the month",
     "last day of the month",
     "Monday",

@@ -116,6 +116,7 @@ class SandboxServer:
     async def close(self) -> None:
         """Stop listening and close every connection; safe to call twice."""
         runner, self._runner = self._runner, None
+        self._url = None
         if runner is not None:
             await runner.cleanup()
 
@@ -138,7 +139,7 @@ class SandboxServer:
         """The base URL, e.g. ``http://127.0.0.1:54321`` (paths start with ``/v1``).
 
         Raises:
-            RuntimeError: before :meth:`start`.
+            RuntimeError: before :meth:`start` and after :meth:`close`.
         """
         if self._url is None:
             raise RuntimeError("SandboxServer is not running; use 'async with' or start()")

@@ -49,7 +49,8 @@ async def test_banner_lists_credentials_users_and_types() -> None:
     """The start-up text gives URL, keys, OAuth client, admin token, users, teams and types."""
     async with SandboxServer() as server:
         text = _describe(server)
-    assert server.url in text
+        url = server.url
+    assert url in text
     for secret in (*server.api_keys, server.client_id, server.client_secret, server.admin_token):
         assert secret in text
     for user in server.users:
@@ -58,7 +59,7 @@ async def test_banner_lists_credentials_users_and_types() -> None:
     assert "Acme Legal (owner)" in text
     assert f"{server.users[0].personal_team_id} Personal Team (owner)" in text
     assert str(server.seed.catalog.types[0].id) in text
-    assert f'curl -H "Authorization: Bearer {server.api_key}" {server.url}/v1/users/' in text
+    assert f'curl -H "Authorization: Bearer {server.api_key}" {url}/v1/users/' in text
 
 
 async def _read_until(stream: asyncio.StreamReader, pattern: re.Pattern[str]) -> tuple[str, str]:
