@@ -75,6 +75,7 @@ import attrs
 
 from ._exceptions import ConfigurationError, RateLimiterTimeoutError
 from ._headers import parse_retry_after
+from ._http import Headers
 
 __all__ = [
     "BucketState",
@@ -284,7 +285,7 @@ def _sf_items(text: str) -> list[tuple[str, dict[str, str]]]:
             head = head.strip()
         for param in parts[1:]:
             key, _, value = param.partition("=")
-            params[key.strip().lower()] = value.strip().strip('"') or "1"
+            params[key.strip().lower()] = value.strip().strip('"')  # a bare key: ""
         members.append((head.strip().strip('"'), params))
     return members
 
@@ -349,9 +350,11 @@ def parse_rate_limit_headers(headers: Mapping[str, str], *, now: float) -> RateL
     :func:`contractsdk._headers.parse_retry_after`.
 
     Args:
-        headers: The response headers (a case-insensitive mapping).
+        headers: The response headers (a plain dict is read case-insensitively too).
         now: The wall-clock time (``time.time()``), for HTTP dates and epochs.
     """
+    if not isinstance(headers, Headers):
+        headers = Headers(headers)
     get = headers.get
     limit: float | None = None
     window: float | None = None
