@@ -61,30 +61,25 @@ lower than configured), and CUBIC climbs back up to the ceiling.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import itertools
 import math
-import re
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Final, Literal
 
 import attrs
 
 from ._exceptions import ConfigurationError, RateLimiterTimeoutError
-from ._headers import parse_retry_after
-from ._http import Headers
+from ._headers import RateLimitHints, parse_rate_limit_headers
 
 __all__ = [
     "BucketState",
-    "RateLimitHints",
     "RateLimiter",
     "RateLimiterState",
     "RateLimits",
     "bucket_name",
-    "parse_rate_limit_headers",
 ]
 
 BucketName = Literal["read", "write"]
@@ -188,205 +183,6 @@ class RateLimits:
     def rate(self, bucket: BucketName) -> float | None:
         """Return the configured rate of ``"read"`` or ``"write"``."""
         return self.read if bucket == "read" else self.write
-
-
-# --------------------------------------------------------------------------------------
-# Pure: rate-limit headers
-
-
-@attrs.frozen(kw_only=True)
-class RateLimitHints:
-    """What one response's headers say about the rate limit (all optional).
-
-    Attributes:
-        retry_after: Seconds the server asks us to wait (``Retry-After``, ``retry-after-ms``).
-        limit: Requests allowed per window (the most restrictive policy).
-        window: That policy's window in seconds, when the server says.
-        remaining: Requests left in the current window (the most restrictive counter).
-        reset: Seconds until that counter resets.
-    """
-
-    retry_after: float | None = None
-    limit: float | None = None
-    window: float | None = None
-    remaining: float | None = None
-    reset: float | None = None
-
-    @property
-    def rate(self) -> float | None:
-        """The sustained rate the policy allows (``limit / window``), if both are known."""
-        if self.limit is None or not self.window:
-            return None
-        return self.limit / self.window
-
-
-_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
-#: A reset value above this is an epoch (in seconds, or above ``_EPOCH_MS`` in
-#: milliseconds): no window lasts three years, and no epoch is older than 1973.
-_EPOCH_S: Final = 1e8
-_EPOCH_MS: Final = 1e11
-
-
-def _number(text: str | None) -> float | None:
-    """Return a finite, non-negative number, or None for anything else."""
-    if text is None:
-        return None
-    text = text.strip()
-    if not _NUMBER.fullmatch(text):
-        return None
-    value = float(text)
-    return value if math.isfinite(value) and value >= 0 else None
-
-
-def _reset_seconds(value: float | None, *, now: float) -> float | None:
-    """Turn a reset value into seconds from now, guessing whether it is an epoch."""
-    if value is None:
-        return None
-    if value > _EPOCH_MS:
-        value /= 1000
-    if value > _EPOCH_S:
-        return max(0.0, value - now)
-    return value
-
-
-def _split_outside_quotes(text: str, separator: str) -> Iterator[str]:
-    """Split on ``separator`` outside double-quoted strings (RFC 8941 lists and params)."""
-    start, quoted, escaped = 0, False, False
-    for index, char in enumerate(text):
-        if escaped:
-            escaped = False
-        elif char == "\\" and quoted:
-            escaped = True
-        elif char == '"':
-            quoted = not quoted
-        elif char == separator and not quoted:
-            yield text[start:index]
-            start = index + 1
-    yield text[start:]
-
-
-def _sf_items(text: str) -> list[tuple[str, dict[str, str]]]:
-    """Parse a Structured Field list leniently: ``[(item, {param: value})]``.
-
-    Each member's parameters are kept as raw text; a member that does not parse is skipped.
-    The item may be a string, a token or a number; dictionary members (``key=value``)
-    come back with the key as item and ``{"": value}`` among the parameters.
-    """
-    members: list[tuple[str, dict[str, str]]] = []
-    for member in _split_outside_quotes(text, ","):
-        parts = [part.strip() for part in _split_outside_quotes(member, ";")]
-        head = parts[0]
-        if not head:
-            continue
-        params: dict[str, str] = {}
-        if "=" in head and not head.startswith('"'):
-            head, _, value = head.partition("=")
-            params[""] = value.strip()
-            head = head.strip()
-        for param in parts[1:]:
-            key, _, value = param.partition("=")
-            params[key.strip().lower()] = value.strip().strip('"')  # a bare key: ""
-        members.append((head.strip().strip('"'), params))
-    return members
-
-
-def _ietf_policy(text: str) -> tuple[float, float] | None:
-    """Return the most restrictive ``(quota, window)`` of a ``RateLimit-Policy`` field."""
-    best: tuple[float, float] | None = None
-    for _, params in _sf_items(text):
-        quota, window = _number(params.get("q")), _number(params.get("w"))
-        if quota is None or not window:
-            continue
-        if best is None or quota / window < best[0] / best[1]:
-            best = (quota, window)
-    return best
-
-
-def _ietf_counter(text: str) -> tuple[float, float | None] | None:
-    """Return the most restrictive ``(remaining, reset)`` of a ``RateLimit`` field.
-
-    The fewest remaining wins; among exhausted counters, the one that resets last. Also
-    reads the draft-07 dictionary form ``limit=100, remaining=5, reset=1``.
-    """
-    best: tuple[float, float | None] | None = None
-    dictionary: dict[str, str] = {}
-    for item, params in _sf_items(text):
-        if "" in params:
-            dictionary[item.lower()] = params[""]
-            continue
-        remaining, reset = _number(params.get("r")), _number(params.get("t"))
-        if remaining is None:
-            continue
-        if best is None or (remaining, -(reset or 0.0)) < (best[0], -(best[1] or 0.0)):
-            best = (remaining, reset)
-    if best is None and (remaining := _number(dictionary.get("remaining"))) is not None:
-        best = (remaining, _number(dictionary.get("reset")))
-    return best
-
-
-def _legacy_limit(text: str) -> tuple[float, float | None] | None:
-    """Read ``RateLimit-Limit: 100`` or ``100, 100;w=1, 1000;w=3600`` (drafts ≤ 06)."""
-    best: tuple[float, float | None] | None = None
-    for item, params in _sf_items(text):
-        limit, window = _number(item), _number(params.get("w"))
-        if limit is None:
-            continue
-        if window:
-            if best is None or best[1] is None or limit / window < best[0] / best[1]:
-                best = (limit, window)
-        elif best is None:
-            best = (limit, None)
-    return best
-
-
-def parse_rate_limit_headers(headers: Mapping[str, str], *, now: float) -> RateLimitHints:
-    """Read every rate-limit header a response may carry; ignore unreadable values.
-
-    In order of trust: the IETF ``RateLimit-Policy`` / ``RateLimit`` structured fields
-    (several policies: the most restrictive), then the older draft's ``RateLimit-Limit`` /
-    ``-Remaining`` / ``-Reset``, then the de-facto ``X-RateLimit-*``. A reset value above
-    10⁸ is read as an epoch (seconds, or milliseconds above 10¹¹), anything smaller as
-    seconds from now. ``Retry-After`` and ``retry-after-ms`` are read by
-    :func:`contractsdk._headers.parse_retry_after`.
-
-    Args:
-        headers: The response headers (a plain dict is read case-insensitively too).
-        now: The wall-clock time (``time.time()``), for HTTP dates and epochs.
-    """
-    if not isinstance(headers, Headers):
-        headers = Headers(headers)
-    get = headers.get
-    limit: float | None = None
-    window: float | None = None
-    remaining: float | None = None
-    reset: float | None = None
-
-    if (policy_text := get("ratelimit-policy")) is not None and (
-        policy := _ietf_policy(policy_text)
-    ):
-        limit, window = policy
-    if (counter_text := get("ratelimit")) is not None and (counter := _ietf_counter(counter_text)):
-        remaining, reset = counter[0], _reset_seconds(counter[1], now=now)
-
-    if limit is None and (legacy_text := get("ratelimit-limit")) is not None:
-        legacy = _legacy_limit(legacy_text)
-        if legacy is not None:
-            limit, window = legacy
-    if remaining is None and (value := _number(get("ratelimit-remaining"))) is not None:
-        remaining, reset = value, _reset_seconds(_number(get("ratelimit-reset")), now=now)
-
-    if limit is None:
-        limit = _number(get("x-ratelimit-limit"))
-    if remaining is None and (value := _number(get("x-ratelimit-remaining"))) is not None:
-        remaining, reset = value, _reset_seconds(_number(get("x-ratelimit-reset")), now=now)
-
-    try:
-        retry_after = parse_retry_after(headers, now=now)
-    except (ValueError, TypeError, OverflowError):  # a date far out of range
-        retry_after = None
-    return RateLimitHints(
-        retry_after=retry_after, limit=limit, window=window, remaining=remaining, reset=reset
-    )
 
 
 # --------------------------------------------------------------------------------------
@@ -562,6 +358,7 @@ class _Bucket:
         self._sent = _RateMeter(now)
         self._admitted = _RateMeter(now)
         self._queue: deque[_Waiter] = deque()
+        self._deadlines = 0  # waiters in the queue with a deadline
         self._wake: asyncio.Future[None] | None = None
         self.granted = 0
         self.throttles = 0
@@ -573,8 +370,10 @@ class _Bucket:
     @property
     def ceiling(self) -> float | None:
         """The known limit: the configured rate or the server's declared one, the lower."""
-        known = [rate for rate in (self._configured, self._server_rate) if rate is not None]
-        return min(known) if known else None
+        configured, server = self._configured, self._server_rate
+        if configured is None or server is None:
+            return server if configured is None else configured
+        return min(configured, server)
 
     @property
     def capacity(self) -> float:
@@ -608,13 +407,12 @@ class _Bucket:
 
     def _set_rate(self, rate: float | None, now: float) -> None:
         self._refill(now)  # what accrued so far accrued at the old rate
-        # Wake the head only for a real speed-up: CUBIC nudges the rate at every response.
-        faster = rate is None or (self.rate is not None and rate > self.rate * _KICK_RATIO)
-        self.rate = rate
+        old, self.rate = self.rate, rate
         self.tokens = min(self.tokens, self.capacity)
-        if faster:
+        # Wake the head only for a real speed-up: CUBIC nudges the rate at every response.
+        if rate is None or (old is not None and rate > old * _KICK_RATIO):
             self._kick()
-        else:
+        elif old is None or rate < old:
             self._expire(now)
 
     # -- token arithmetic (pure given `now`) -------------------------------------------
@@ -656,7 +454,6 @@ class _Bucket:
         self.paused_until = until
         self.tokens = 0.0
         self._stamp = max(self._stamp, until)
-        self._kick()
         self._expire(now)
 
     # -- waiting -----------------------------------------------------------------------
@@ -670,10 +467,11 @@ class _Bucket:
         if timeout is not None and wait > timeout + _EPSILON:
             raise self._timeout_error(wait, timeout)
         waiter = _Waiter(now, None if timeout is None else now + timeout)
-        queue = self._queue
-        queue.append(waiter)
+        self._queue.append(waiter)
+        if waiter.deadline is not None:
+            self._deadlines += 1
         try:
-            if len(queue) > 1:
+            if len(self._queue) > 1:
                 waiter.future = asyncio.get_running_loop().create_future()
                 await waiter.future
             while True:
@@ -688,9 +486,8 @@ class _Bucket:
             self._leave(waiter)
             raise
         # No await since the check above: the token is ours (invariant 4).
-        queue.popleft()
+        self._pop_head()
         self._grant(now)
-        self._promote()
         waited = now - waiter.arrived
         self.waited += waited
         return waited
@@ -712,32 +509,36 @@ class _Bucket:
                 sleeper.cancel()
 
     def _kick(self) -> None:
-        """Make the sleeping head look again (the rate rose, a pause began or ended)."""
-        if self._wake is not None and not self._wake.done():
-            self._wake.set_result(None)
+        """Make the sleeping head look again now (its wait got shorter, or a deadline)."""
+        if self._wake is not None:
+            _resolve(self._wake)
 
-    def _promote(self) -> None:
-        if self._queue:
-            future = self._queue[0].future
-            if future is not None and not future.done():
-                future.set_result(None)
+    def _pop_head(self) -> None:
+        """Remove the head and promote the next waiter, whose future wakes it."""
+        if self._queue.popleft().deadline is not None:
+            self._deadlines -= 1
+        if self._queue and (future := self._queue[0].future) is not None:
+            _resolve(future)
 
     def _leave(self, waiter: _Waiter) -> None:
+        """Take a waiter that gives up (cancelled, timed out) out of the queue."""
         if self._queue and self._queue[0] is waiter:
-            self._queue.popleft()
-            self._promote()
-        else:
-            with contextlib.suppress(ValueError):  # already removed by _expire
-                self._queue.remove(waiter)
+            self._pop_head()
+        elif waiter in self._queue:  # not if _expire took it out already
+            self._queue.remove(waiter)
+            if waiter.deadline is not None:
+                self._deadlines -= 1
 
     def _expire(self, now: float) -> None:
         """Fail, at once, queued waiters whose projected grant now falls past their deadline.
 
-        The head is only woken: it checks its own deadline.
+        Called when waits grow (a pause, a lower rate). The head is only woken: it checks
+        its own deadline. Free when nobody set a timeout.
         """
-        if len(self._queue) < 2 or not any(w.deadline is not None for w in self._queue):
-            self._kick()
+        if not self._deadlines:
             return
+        if self._queue[0].deadline is not None:
+            self._kick()
         kept: deque[_Waiter] = deque([self._queue[0]])
         for waiter in itertools.islice(self._queue, 1, None):
             wait = self._eta(len(kept), now)
@@ -747,10 +548,11 @@ class _Bucket:
                         now + wait - waiter.arrived, waiter.deadline - waiter.arrived
                     )
                     waiter.future.set_exception(error)
+                self._deadlines -= 1
                 continue
             kept.append(waiter)
-        self._queue = kept
-        self._kick()
+        self._queue.clear()
+        self._queue.extend(kept)
 
     def _timeout_error(self, wait: float, timeout: float | None) -> RateLimiterTimeoutError:
         return RateLimiterTimeoutError(

@@ -13,16 +13,15 @@ import attrs
 import pytest
 
 from contractsdk import ConfigurationError, Headers, RateLimiterTimeoutError
+from contractsdk._headers import RateLimitHints, parse_rate_limit_headers
 from contractsdk._ratelimit import (
     BETA,
     PACING,
     SLOW_START_RATE,
     RateLimiter,
     RateLimiterState,
-    RateLimitHints,
     RateLimits,
     bucket_name,
-    parse_rate_limit_headers,
 )
 from tests._fakeclock import WALL_OFFSET, FakeClock
 
