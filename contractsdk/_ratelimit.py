@@ -21,9 +21,10 @@ Invariants of one bucket (they hold whenever no code of this module is running):
    head the next waiter is promoted at once. Nothing it started outlives it.
 5. Pauses only extend (``paused_until`` = the latest end asked for) and empty the bucket:
    a 429 means the server's bucket is empty, so tokens saved up here are fiction.
-6. Rate: ``MIN_RATE <= rate <= ceiling * PACING`` when a ceiling (configured, or declared by
-   ``RateLimit-Policy``) is known; ``rate is None`` only when limits are unknown and
-   ``adaptive`` is off (no pacing at all; pauses still apply).
+6. Rate: ``rate <= ceiling * PACING`` when a ceiling (configured, or declared by
+   ``RateLimit-Policy``) is known, and learning never sets it under ``MIN_RATE`` (unless
+   the ceiling is lower). ``rate is None`` only when limits are unknown and ``adaptive`` is
+   off: no pacing at all, but pauses still apply.
 7. One decrease per overload: a 429 lowers the rate only if its request was granted after
    the last decrease (``epoch``). 429s for requests already in flight at the decrease are
    echoes of the same overload; cutting again for each would collapse the rate (TCP's one
@@ -604,15 +605,21 @@ class _Bucket:
         if self._slow_start:
             measured = [self._admitted.rate(now, SLOW_START_WINDOW)]
         else:
-            measured = [rate for m in (self._sent, self._admitted) if (rate := m.rate(now)) > 0]
-        measured = [m for m in measured if m > 0]
+            measured = [self._sent.rate(now), self._admitted.rate(now)]
+        measured = [rate for rate in measured if rate > 0]
         in_use = self.rate if self.rate is not None else max(measured, default=SLOW_START_RATE)
         w_max = max(MIN_RATE, min([in_use, *measured]))
         self._cubic = _Cubic.after_throttle(w_max, now)
         self._slow_start = False
         self.epoch += 1
         self._last_decrease = now
-        self._set_rate(max(MIN_RATE, w_max * BETA), now)
+        self._set_rate(self._clamp(w_max * BETA), now)
+
+    def _clamp(self, rate: float) -> float:
+        """Keep a learned rate at or above MIN_RATE and at or under the known ceiling."""
+        ceiling = self.ceiling
+        rate = max(MIN_RATE, rate)
+        return rate if ceiling is None else min(rate, ceiling * PACING)
 
     def _increase(self, now: float) -> None:
         rate = self.rate
@@ -628,10 +635,7 @@ class _Bucket:
                 target = min(target, max(rate, 2 * self._sent.rate(now)))
         else:
             return
-        ceiling = self.ceiling
-        if ceiling is not None:
-            target = min(target, ceiling * PACING)
-        target = max(MIN_RATE, target)
+        target = self._clamp(target)
         if target != rate:
             self._set_rate(target, now)
 

@@ -630,6 +630,19 @@ async def test_429_lowers_the_rate_and_it_climbs_back() -> None:
     assert rates[0] < 100 * PACING
 
 
+async def test_learning_never_exceeds_a_tiny_ceiling() -> None:
+    """A configured rate under the learning's floor (0.5/s) still bounds the learned rate."""
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits(read=0.2))
+    await limiter.acquire("GET")
+    limiter.record("GET", 429, {})
+    assert limiter.state.read.rate == 0.2 * PACING
+    for _ in range(5):
+        await clock.run(limiter.acquire("GET"))
+        limiter.record("GET", 200, {})
+        assert limiter.state.read.rate == 0.2 * PACING
+
+
 async def test_echoes_of_one_overload_lower_the_rate_once() -> None:
     """429s for requests granted before the decrease are counted, not acted on again."""
     clock = FakeClock()
