@@ -44,6 +44,7 @@ attempt failed.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import math
 import random as _random
@@ -72,6 +73,7 @@ __all__ = [
     "Retrier",
     "Retries",
     "backoff",
+    "call_deadline",
     "retry_cost",
     "should_retry",
 ]
@@ -234,6 +236,22 @@ def _retry_after(error: BaseException) -> float | None:
     return None
 
 
+#: The deadline of the retried call running in the current task (see call_deadline()).
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "contractsdk_call_deadline", default=None
+)
+
+
+def call_deadline() -> float | None:
+    """Return the monotonic deadline of the retried call this task is running, if any.
+
+    Set by :meth:`Retrier.call` when ``Retries.timeout`` is set (the earliest one when calls
+    nest), so that code below it, such as the rate limiter's ``acquire(timeout=...)``,
+    can fail fast instead of waiting past it.
+    """
+    return _deadline.get()
+
+
 @attrs.define
 class _Call:
     """The state of one logical call while tenacity retries it."""
@@ -296,7 +314,23 @@ class Retrier:
             ContractSDKError: The last attempt's error, with ``attempts`` set to the number
                 of attempts made. Cancellation propagates at once, never retried.
         """
-        start = self._clock()
+        if self.config.timeout is None:
+            return await self._call(request, attempt, on_retry, _deadline.get())
+        deadline = self._clock() + self.config.timeout
+        outer = _deadline.get()
+        token = _deadline.set(deadline if outer is None else min(deadline, outer))
+        try:
+            return await self._call(request, attempt, on_retry, _deadline.get())
+        finally:
+            _deadline.reset(token)
+
+    async def _call(
+        self,
+        request: Request,
+        attempt: Callable[[Request], Awaitable[Response]],
+        on_retry: Callable[[RetryEvent], Awaitable[None] | None] | None,
+        deadline: float | None,
+    ) -> Response:
         try:
             # Fast path: most calls succeed at once, and tenacity costs ~60 µs to set up.
             response = await attempt(request)
@@ -310,8 +344,7 @@ class Retrier:
             if isinstance(first, ContractSDKError):
                 first.attempts = 1
             raise first
-        timeout = self.config.timeout
-        call = _Call(request, None if timeout is None else start + timeout, replay=first)
+        call = _Call(request, deadline, replay=first)
 
         async def run() -> Response:
             if call.replay is not None:

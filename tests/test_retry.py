@@ -36,6 +36,7 @@ from contractsdk._retry import (
     RetryBudget,
     RetryEvent,
     backoff,
+    call_deadline,
     retry_cost,
     should_retry,
 )
@@ -515,3 +516,23 @@ async def test_jitter_stays_within_its_bounds_with_any_random() -> None:
         caps = [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0]
         assert clock.sleeps == pytest.approx([draw * cap for cap in caps])
         assert all(0 <= wait < cap for wait, cap in zip(clock.sleeps, caps, strict=True))
+
+
+async def test_call_deadline_is_visible_to_the_attempt() -> None:
+    """Inside a call with a timeout, call_deadline() gives its deadline; the earliest wins."""
+    clock = FakeClock()
+    seen: list[float | None] = []
+
+    async def attempt(req: Request) -> Response:
+        seen.append(call_deadline())
+        return OK
+
+    await make_retrier(clock, Retries(timeout=30)).call(request(), attempt)
+    await make_retrier(clock).call(request(), attempt)
+
+    async def nested(req: Request) -> Response:
+        return await make_retrier(clock, Retries(timeout=60)).call(req, attempt)
+
+    await make_retrier(clock, Retries(timeout=10)).call(request(), nested)
+    assert seen == [clock() + 30, None, clock() + 10]
+    assert call_deadline() is None
