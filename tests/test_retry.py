@@ -30,6 +30,7 @@ from contractsdk import (
     TermValidationError,
     UnprocessableEntityError,
 )
+from contractsdk._ratelimit import RateLimiter, RateLimits
 from contractsdk._retry import (
     Retrier,
     Retries,
@@ -536,3 +537,34 @@ async def test_call_deadline_is_visible_to_the_attempt() -> None:
     await make_retrier(clock, Retries(timeout=10)).call(request(), nested)
     assert seen == [clock() + 30, None, clock() + 10]
     assert call_deadline() is None
+
+
+async def test_wiring_with_the_limiter() -> None:
+    """The client's wiring: acquire, send, record, raise; a 429 pauses every caller."""
+    clock = FakeClock()
+    limiter = RateLimiter(
+        RateLimits(write=10, burst=10), clock=clock, wall_clock=clock.wall, sleep=clock.sleep
+    )
+    retrier = make_retrier(clock, Retries(attempts=3), budget=RetryBudget())
+    await clock.advance(5)  # a full burst saved up
+    answers = iter([429] + [200] * 20)
+    sent: list[float] = []
+
+    async def attempt(req: Request) -> Response:
+        deadline = call_deadline()
+        await limiter.acquire(req.method, timeout=None if deadline is None else deadline - clock())
+        sent.append(clock())
+        status = next(answers)
+        headers = {"Retry-After": "2"} if status == 429 else {}
+        limiter.record(req.method, status, headers)
+        if status == 429:
+            raise RateLimitError("429", status_code=429, retry_after=2.0)
+        return OK
+
+    start = clock()
+    calls = [retrier.call(post(key=True), attempt) for _ in range(5)]
+    assert await clock.run(asyncio.gather(*calls)) == [OK] * 5
+    assert len(sent) == 6
+    assert limiter.state.write.throttles == 1
+    assert sent[0] == start
+    assert all(when >= start + 2 for when in sent[1:])  # everyone waited out the pause
