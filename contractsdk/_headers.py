@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import email.utils
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
+from typing import Final
 
-__all__ = ["parse_retry_after", "request_id"]
+import attrs
+
+from ._http import Headers
+
+__all__ = ["RateLimitHints", "parse_rate_limit_headers", "parse_retry_after", "request_id"]
 
 #: Headers a service may use to name the request, checked in order.
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-correlation-id", "x-amzn-requestid")
@@ -51,3 +57,217 @@ def parse_retry_after(headers: Mapping[str, str], *, now: float) -> float | None
 def request_id(headers: Mapping[str, str]) -> str | None:
     """Return the request id the service put on a response, if any."""
     return next((headers[name] for name in _REQUEST_ID_HEADERS if name in headers), None)
+
+
+@attrs.frozen(kw_only=True)
+class RateLimitHints:
+    """What one response's headers say about the rate limit (all optional).
+
+    Attributes:
+        retry_after: Seconds the server asks us to wait (``Retry-After``, ``retry-after-ms``).
+        limit: Requests allowed per window (the most restrictive policy).
+        window: That policy's window in seconds, when the server says.
+        remaining: Requests left in the current window (the most restrictive counter).
+        reset: Seconds until that counter resets.
+    """
+
+    retry_after: float | None = None
+    limit: float | None = None
+    window: float | None = None
+    remaining: float | None = None
+    reset: float | None = None
+
+    @property
+    def rate(self) -> float | None:
+        """The sustained rate the policy allows (``limit / window``), if both are known."""
+        if self.limit is None or not self.window:
+            return None
+        return self.limit / self.window
+
+
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
+#: A reset value above this is an epoch (in seconds, or above ``_EPOCH_MS`` in
+#: milliseconds): no window lasts three years, and no epoch is older than 1973.
+_EPOCH_S: Final = 1e8
+_EPOCH_MS: Final = 1e11
+
+
+def _number(text: str | None) -> float | None:
+    """Return a finite, non-negative number, or None for anything else."""
+    if text is None:
+        return None
+    text = text.strip()
+    if not _NUMBER.fullmatch(text):
+        return None
+    value = float(text)
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def _reset_seconds(value: float | None, *, now: float) -> float | None:
+    """Turn a reset value into seconds from now, guessing whether it is an epoch."""
+    if value is None:
+        return None
+    if value > _EPOCH_MS:
+        value /= 1000
+    if value > _EPOCH_S:
+        return max(0.0, value - now)
+    return value
+
+
+def _split_outside_quotes(text: str, separator: str) -> Iterator[str]:
+    """Split on ``separator`` outside double-quoted strings (RFC 8941 lists and params)."""
+    start, quoted, escaped = 0, False, False
+    for index, char in enumerate(text):
+        if escaped:
+            escaped = False
+        elif char == "\\" and quoted:
+            escaped = True
+        elif char == '"':
+            quoted = not quoted
+        elif char == separator and not quoted:
+            yield text[start:index]
+            start = index + 1
+    yield text[start:]
+
+
+def _sf_items(text: str) -> list[tuple[str, dict[str, str]]]:
+    """Parse a Structured Field list leniently: ``[(item, {param: value})]``.
+
+    Each member's parameters are kept as raw text; a member that does not parse is skipped.
+    The item may be a string, a token or a number; dictionary members (``key=value``)
+    come back with the key as item and ``{"": value}`` among the parameters.
+    """
+    members: list[tuple[str, dict[str, str]]] = []
+    for member in _split_outside_quotes(text, ","):
+        parts = [part.strip() for part in _split_outside_quotes(member, ";")]
+        head = parts[0]
+        if not head:
+            continue
+        params: dict[str, str] = {}
+        if "=" in head and not head.startswith('"'):
+            head, _, value = head.partition("=")
+            params[""] = value.strip()
+            head = head.strip()
+        for param in parts[1:]:
+            key, _, value = param.partition("=")
+            params[key.strip().lower()] = value.strip().strip('"')  # a bare key: ""
+        members.append((head.strip().strip('"'), params))
+    return members
+
+
+def _ietf_policy(text: str) -> tuple[float, float] | None:
+    """Return the most restrictive ``(quota, window)`` of a ``RateLimit-Policy`` field."""
+    best: tuple[float, float] | None = None
+    for _, params in _sf_items(text):
+        quota, window = _number(params.get("q")), _number(params.get("w"))
+        if quota is None or not window:
+            continue
+        if best is None or quota / window < best[0] / best[1]:
+            best = (quota, window)
+    return best
+
+
+def _ietf_counter(text: str) -> tuple[float, float | None] | None:
+    """Return the most restrictive ``(remaining, reset)`` of a ``RateLimit`` field.
+
+    The fewest remaining wins; among exhausted counters, the one that resets last. Also
+    reads the draft-07 dictionary form ``limit=100, remaining=5, reset=1``.
+    """
+    best: tuple[float, float | None] | None = None
+    dictionary: dict[str, str] = {}
+    for item, params in _sf_items(text):
+        if "" in params:
+            dictionary[item.lower()] = params[""]
+            continue
+        remaining, reset = _number(params.get("r")), _number(params.get("t"))
+        if remaining is None:
+            continue
+        if best is None or (remaining, -(reset or 0.0)) < (best[0], -(best[1] or 0.0)):
+            best = (remaining, reset)
+    if best is None and (remaining := _number(dictionary.get("remaining"))) is not None:
+        best = (remaining, _number(dictionary.get("reset")))
+    return best
+
+
+def _legacy_limit(text: str) -> tuple[float, float | None] | None:
+    """Read ``RateLimit-Limit: 100`` or ``100, 100;w=1, 1000;w=3600`` (drafts ≤ 06)."""
+    best: tuple[float, float | None] | None = None
+    for item, params in _sf_items(text):
+        limit, window = _number(item), _number(params.get("w"))
+        if limit is None:
+            continue
+        if window:
+            if best is None or best[1] is None or limit / window < best[0] / best[1]:
+                best = (limit, window)
+        elif best is None:
+            best = (limit, None)
+    return best
+
+
+_NO_HINTS: Final = RateLimitHints()
+_RATE_LIMIT_HEADERS: Final = frozenset(
+    {
+        "retry-after",
+        "retry-after-ms",
+        "ratelimit",
+        "ratelimit-policy",
+        "ratelimit-limit",
+        "ratelimit-remaining",
+        "ratelimit-reset",
+        "x-ratelimit-limit",
+        "x-ratelimit-remaining",
+        "x-ratelimit-reset",
+    }
+)
+
+
+def parse_rate_limit_headers(headers: Mapping[str, str], *, now: float) -> RateLimitHints:
+    """Read every rate-limit header a response may carry; ignore unreadable values.
+
+    In order of trust: the IETF ``RateLimit-Policy`` / ``RateLimit`` structured fields
+    (several policies: the most restrictive), then the older draft's ``RateLimit-Limit`` /
+    ``-Remaining`` / ``-Reset``, then the de-facto ``X-RateLimit-*``. A reset value above
+    10⁸ is read as an epoch (seconds, or milliseconds above 10¹¹), anything smaller as
+    seconds from now. ``Retry-After`` and ``retry-after-ms`` are read by
+    :func:`parse_retry_after`.
+
+    Args:
+        headers: The response headers (a plain dict is read case-insensitively too).
+        now: The wall-clock time (``time.time()``), for HTTP dates and epochs.
+    """
+    if _RATE_LIMIT_HEADERS.isdisjoint(map(str.lower, headers)):
+        return _NO_HINTS  # the usual case: one pass over the names, no lookups
+    if not isinstance(headers, Headers):
+        headers = Headers(headers)
+    get = headers.get
+    limit: float | None = None
+    window: float | None = None
+    remaining: float | None = None
+    reset: float | None = None
+
+    if (policy_text := get("ratelimit-policy")) is not None and (
+        policy := _ietf_policy(policy_text)
+    ):
+        limit, window = policy
+    if (counter_text := get("ratelimit")) is not None and (counter := _ietf_counter(counter_text)):
+        remaining, reset = counter[0], _reset_seconds(counter[1], now=now)
+
+    if limit is None and (legacy_text := get("ratelimit-limit")) is not None:
+        legacy = _legacy_limit(legacy_text)
+        if legacy is not None:
+            limit, window = legacy
+    if remaining is None and (value := _number(get("ratelimit-remaining"))) is not None:
+        remaining, reset = value, _reset_seconds(_number(get("ratelimit-reset")), now=now)
+
+    if limit is None:
+        limit = _number(get("x-ratelimit-limit"))
+    if remaining is None and (value := _number(get("x-ratelimit-remaining"))) is not None:
+        remaining, reset = value, _reset_seconds(_number(get("x-ratelimit-reset")), now=now)
+
+    try:
+        retry_after = parse_retry_after(headers, now=now)
+    except (ValueError, TypeError, OverflowError):  # a date far out of range
+        retry_after = None
+    return RateLimitHints(
+        retry_after=retry_after, limit=limit, window=window, remaining=remaining, reset=reset
+    )

@@ -49,16 +49,20 @@ def _cell(value: Any) -> str:
 
 
 def print_table(
-    headers: Sequence[str], rows: Iterable[Sequence[Any]], stream: TextIO | None = None
+    headers: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    stream: TextIO | None = None,
+    *,
+    indent: str = "",
 ) -> None:
     """Print rows under headers, columns aligned; "(none)" when there are no rows."""
     out = stream or sys.stdout
     cells = [[_cell(value) for value in row] for row in rows]
     if not cells:
-        out.write("(none)\n")
+        out.write(f"{indent}(none)\n")
         return
     widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(headers)]
-    line = "  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True))
-    out.write(line.rstrip() + "\n")
-    for row in cells:
-        out.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
+    lines = [[h.upper() for h in headers], *cells]
+    for row in lines:
+        text = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
+        out.write(indent + text.rstrip() + "\n")

@@ -1,0 +1,423 @@
+"""Retries: which failures to try again, how long to wait, and a budget against storms.
+
+The decision matrix (DESIGN.md §5), applied by the pure :func:`should_retry`::
+
+    failure                                   retried when
+    ConnectError, ConnectTimeoutError         always: the request was never sent
+    ReadTimeoutError, ReadError               request.is_idempotent: it may have been processed
+    APIError 408, 429                         always: the service says it did not process it
+    APIError 500, 502, 503, 504               request.is_idempotent (the client sends an
+                                              Idempotency-Key with every POST, so a POST
+                                              qualifies unless it has none)
+    any other status (400, 401, 403, 404,     never: the same request would fail the same way
+      409, 422, ...)
+    TermValidationError, ConfigurationError,  never: nothing was sent, or retrying cannot help
+      RateLimiterTimeoutError,
+      ResponseValidationError
+    asyncio.CancelledError and every other    never, and without delay: a cancelled task stops
+      BaseException that is not an Exception  at once (tenacity#529)
+    any other Exception                       never (a bug is not transient)
+
+How long to wait before retry n (n = 1, 2, ...):
+
+* the error's ``retry_after`` (a 429's ``Retry-After``), exactly: no jitter below it. If it
+  is longer than ``Retries.retry_after_max``, or would end past the call's deadline, the
+  error is raised at once instead.
+* otherwise full jitter, ``U(0, min(wait_max, wait_initial * 2**(n-1)))`` (AWS's "full
+  jitter": the least synchronised retries for the least total wait).
+* no wait or attempt starts past the deadline (``Retries.timeout`` after the call began).
+
+The budget (botocore's RetryQuota): one :class:`RetryBudget` per client. A retry costs 5,
+or 10 after a timeout; when the budget cannot pay, the call stops retrying and raises its
+error at once. A first-try success refunds 1 and a success after retries refunds its last
+retry's cost, up to the capacity. In an outage ~100 retries drain a budget of 500 and the
+client fails fast with one attempt per call instead of tripling the load on a service that
+is already down; successes refill it.
+
+The request passed to every attempt is the same object, so its ``Idempotency-Key`` (made
+once per logical call by the client, or given by the caller) never changes. tenacity runs
+the retries but never shows: its RetryError is not raised (the last real error is, with
+``attempts`` set), and tenacity's ~60 µs of set-up is paid only by calls whose first
+attempt failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import math
+import random as _random
+import time
+from collections.abc import Awaitable, Callable
+from typing import Final
+
+import attrs
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
+
+from ._exceptions import (
+    APIError,
+    ConfigurationError,
+    ConnectError,
+    ConnectTimeoutError,
+    ContractSDKError,
+    ReadError,
+    ReadTimeoutError,
+    TransportError,
+)
+from ._http import Request, Response
+
+__all__ = [
+    "RetryBudget",
+    "RetryEvent",
+    "Retrier",
+    "Retries",
+    "backoff",
+    "call_deadline",
+    "retry_cost",
+    "should_retry",
+]
+
+#: Statuses that say the request was not processed: retried for any method.
+RETRY_ALWAYS_STATUSES: Final = frozenset({408, 429})
+#: Statuses after which the request may have been processed: retried when idempotent.
+RETRY_IDEMPOTENT_STATUSES: Final = frozenset({500, 502, 503, 504})
+
+#: What a retry takes from the budget, and what a success gives back (botocore quota.py).
+RETRY_COST: Final = 5
+TIMEOUT_RETRY_COST: Final = 10
+NO_RETRY_REFUND: Final = 1
+_TIMEOUT_STATUSES: Final = frozenset({408, 504})
+_MAX_EXPONENT: Final = 64
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise ConfigurationError(f"Retries: {message}")
+
+
+@attrs.frozen(kw_only=True)
+class Retries:
+    """How a client retries a failed call.
+
+    Attributes:
+        attempts: Attempts per call, the first included; 1 turns retries off.
+        wait_initial: The cap of the first backoff, in seconds; each retry doubles it.
+        wait_max: The largest backoff cap, in seconds.
+        timeout: Seconds one call may spend across all its attempts and waits; no wait or
+            attempt starts past it. None: no deadline.
+        budget: The capacity of the retry budget shared by all calls of a client (a retry
+            costs 5, 10 after a timeout; successes refund). None: no budget.
+        retry_after_max: The longest ``Retry-After`` a call waits out; a longer one raises
+            the error at once.
+    """
+
+    attempts: int = 3
+    wait_initial: float = 0.5
+    wait_max: float = 8.0
+    timeout: float | None = None
+    budget: int | None = 500
+    retry_after_max: float = 60.0
+
+    def __attrs_post_init__(self) -> None:
+        _check(type(self.attempts) is int and self.attempts >= 1, "attempts must be an int >= 1")
+        _check(0 <= self.wait_initial < math.inf, "wait_initial must be >= 0 and finite")
+        _check(self.wait_initial <= self.wait_max < math.inf, "wait_max must be >= wait_initial")
+        _check(self.timeout is None or 0 < self.timeout < math.inf, "timeout must be > 0 or None")
+        _check(
+            self.budget is None or (type(self.budget) is int and self.budget >= 0),
+            "budget must be an int >= 0 or None",
+        )
+        _check(self.retry_after_max >= 0, "retry_after_max must be >= 0")
+
+    @classmethod
+    def none(cls) -> Retries:
+        """Return a policy that never retries."""
+        return cls(attempts=1)
+
+
+class RetryBudget:
+    """The retry quota shared by every call of one client (botocore's ``RetryQuota``).
+
+    Args:
+        capacity: The most it holds; it starts full.
+    """
+
+    def __init__(self, capacity: int = 500) -> None:
+        if capacity < 0:
+            raise ConfigurationError("RetryBudget capacity must be >= 0")
+        self.capacity = capacity
+        self.available = capacity
+
+    def __repr__(self) -> str:
+        return f"RetryBudget({self.available}/{self.capacity})"
+
+    def take(self, cost: int) -> bool:
+        """Take ``cost`` if the budget holds it; return whether it did."""
+        if cost > self.available:
+            return False
+        self.available -= cost
+        return True
+
+    def refund(self, amount: int) -> None:
+        """Give ``amount`` back, up to the capacity."""
+        self.available = min(self.capacity, self.available + amount)
+
+
+@attrs.frozen(kw_only=True)
+class RetryEvent:
+    """A retry about to happen, for the client's ``retry`` hook and DEBUG log.
+
+    Attributes:
+        attempt: The number of the attempt that failed (1 for the first).
+        error: Why it failed.
+        wait: Seconds until the next attempt.
+        method: The request's HTTP method.
+        path: The request's URL path (no query, no host).
+    """
+
+    attempt: int
+    error: Exception
+    wait: float
+    method: str
+    path: str
+
+    def __str__(self) -> str:
+        return (
+            f"{self.method} {self.path}: attempt {self.attempt} failed "
+            f"({type(self.error).__name__}: {self.error}); retrying in {self.wait:.2f} s"
+        )
+
+
+def should_retry(error: BaseException, *, request: Request) -> bool:
+    """Return whether a failed attempt may be tried again (the matrix in the module header).
+
+    Args:
+        error: What the attempt raised.
+        request: The request it sent (its method and Idempotency-Key decide the
+            ambiguous cases).
+    """
+    if not isinstance(error, Exception):  # CancelledError, KeyboardInterrupt, SystemExit
+        return False
+    if isinstance(error, ConnectError | ConnectTimeoutError):
+        return True
+    if isinstance(error, ReadTimeoutError | ReadError | TransportError):
+        return request.is_idempotent
+    if isinstance(error, APIError):
+        if error.status_code in RETRY_ALWAYS_STATUSES:
+            return True
+        if error.status_code in RETRY_IDEMPOTENT_STATUSES:
+            return request.is_idempotent
+    return False
+
+
+def retry_cost(error: BaseException) -> int:
+    """Return what retrying after ``error`` takes from the budget: 10 for a timeout, else 5."""
+    if isinstance(error, TimeoutError) or (
+        isinstance(error, APIError) and error.status_code in _TIMEOUT_STATUSES
+    ):
+        return TIMEOUT_RETRY_COST
+    return RETRY_COST
+
+
+def backoff(retry: int, *, initial: float, maximum: float, random: Callable[[], float]) -> float:
+    """Return the full-jitter wait before retry number ``retry`` (1 for the first).
+
+    ``U(0, min(maximum, initial * 2**(retry - 1)))``, with ``random()`` in [0, 1).
+    """
+    cap = min(maximum, initial * 2.0 ** min(retry - 1, _MAX_EXPONENT))
+    return random() * cap
+
+
+def _retry_after(error: BaseException) -> float | None:
+    value = getattr(error, "retry_after", None)
+    if isinstance(value, int | float) and math.isfinite(value) and value >= 0:
+        return float(value)
+    return None
+
+
+#: The deadline of the retried call running in the current task (see call_deadline()).
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "contractsdk_call_deadline", default=None
+)
+
+
+def call_deadline() -> float | None:
+    """Return the monotonic deadline of the retried call this task is running, if any.
+
+    Set by :meth:`Retrier.call` when ``Retries.timeout`` is set (the earliest one when calls
+    nest), so that code below it, such as the rate limiter's ``acquire(timeout=...)``,
+    can fail fast instead of waiting past it.
+    """
+    return _deadline.get()
+
+
+@attrs.define
+class _Call:
+    """The state of one logical call while tenacity retries it."""
+
+    request: Request
+    deadline: float | None
+    replay: BaseException | None  # the first attempt's error, fed to tenacity once
+    attempts: int = 1
+    last_cost: int = 0
+
+
+class Retrier:
+    """Runs a call's attempts under a :class:`Retries` policy.
+
+    Args:
+        config: The policy.
+        budget: The client's shared budget, or None for none.
+        clock: Monotonic seconds (injected for tests).
+        sleep: The async sleep between attempts (injected for tests).
+        random: Uniform [0, 1) numbers for the jitter (injected for tests).
+    """
+
+    def __init__(
+        self,
+        config: Retries,
+        *,
+        budget: RetryBudget | None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        random: Callable[[], float] = _random.random,
+    ) -> None:
+        self.config = config
+        self.budget = budget
+        self._clock = clock
+        self._sleep = sleep
+        self._random = random
+
+    def __repr__(self) -> str:
+        return f"Retrier({self.config!r}, budget={self.budget!r})"
+
+    async def call(
+        self,
+        request: Request,
+        attempt: Callable[[Request], Awaitable[Response]],
+        *,
+        on_retry: Callable[[RetryEvent], Awaitable[None] | None] | None = None,
+    ) -> Response:
+        """Run ``attempt(request)`` until it succeeds or may not be retried.
+
+        Args:
+            request: The request; every attempt gets this same object.
+            attempt: Sends it once; returns the response on success and raises the mapped
+                error otherwise.
+            on_retry: Called (and awaited, if it returns an awaitable) before each wait.
+
+        Returns:
+            The successful response.
+
+        Raises:
+            ContractSDKError: The last attempt's error, with ``attempts`` set to the number
+                of attempts made. Cancellation propagates at once, never retried.
+        """
+        if self.config.timeout is None:
+            return await self._call(request, attempt, on_retry, _deadline.get())
+        deadline = self._clock() + self.config.timeout
+        outer = _deadline.get()
+        token = _deadline.set(deadline if outer is None else min(deadline, outer))
+        try:
+            return await self._call(request, attempt, on_retry, _deadline.get())
+        finally:
+            _deadline.reset(token)
+
+    async def _call(
+        self,
+        request: Request,
+        attempt: Callable[[Request], Awaitable[Response]],
+        on_retry: Callable[[RetryEvent], Awaitable[None] | None] | None,
+        deadline: float | None,
+    ) -> Response:
+        try:
+            # Fast path: most calls succeed at once, and tenacity costs ~60 µs to set up.
+            response = await attempt(request)
+        except Exception as error:
+            first: Exception = error
+        else:
+            if self.budget is not None:
+                self.budget.refund(NO_RETRY_REFUND)
+            return response
+        if self.config.attempts == 1 or not should_retry(first, request=request):
+            if isinstance(first, ContractSDKError):
+                first.attempts = 1
+            raise first
+        call = _Call(request, deadline, replay=first)
+
+        async def run() -> Response:
+            if call.replay is not None:
+                error, call.replay = call.replay, None
+                raise error
+            call.attempts += 1
+            return await attempt(request)
+
+        async def before_sleep(state: RetryCallState) -> None:
+            if on_retry is None:
+                return
+            event = RetryEvent(
+                attempt=state.attempt_number,
+                error=_exception(state),
+                wait=state.upcoming_sleep,
+                method=request.method,
+                path=request.path,
+            )
+            result = on_retry(event)
+            if inspect.isawaitable(result):
+                await result
+
+        retrying = AsyncRetrying(
+            retry=retry_if_exception(lambda error: should_retry(error, request=request)),
+            wait=lambda state: self._wait(state),
+            stop=lambda state: self._stop(state, call),
+            sleep=self._sleep,
+            before_sleep=before_sleep,
+            reraise=True,
+        )
+        try:
+            response = await retrying(run)
+        except ContractSDKError as error:
+            error.attempts = call.attempts
+            raise
+        if self.budget is not None:
+            self.budget.refund(call.last_cost)
+        return response
+
+    def _wait(self, state: RetryCallState) -> float:
+        error = _exception(state)
+        retry_after = _retry_after(error)
+        if retry_after is not None:
+            return retry_after
+        config = self.config
+        return backoff(
+            state.attempt_number,
+            initial=config.wait_initial,
+            maximum=config.wait_max,
+            random=self._random,
+        )
+
+    def _stop(self, state: RetryCallState, call: _Call) -> bool:
+        """Decide, after the wait is known, whether to give up now (True) or retry."""
+        if state.attempt_number >= self.config.attempts:
+            return True
+        error = _exception(state)
+        retry_after = _retry_after(error)
+        if retry_after is not None and retry_after > self.config.retry_after_max:
+            return True
+        if call.deadline is not None and self._clock() + state.upcoming_sleep >= call.deadline:
+            return True
+        if self.budget is not None:
+            cost = retry_cost(error)
+            if not self.budget.take(cost):
+                return True
+            call.last_cost = cost
+        return False
+
+
+def _exception(state: RetryCallState) -> Exception:
+    outcome = state.outcome
+    error = outcome.exception() if outcome is not None else None
+    if not isinstance(error, Exception):  # tenacity only retries what should_retry accepted
+        raise TypeError("no retryable exception in this retry state")  # pragma: no cover
+    return error

@@ -1,0 +1,212 @@
+"""``contractsdk demo``: the whole flow, step by step, with no credentials needed.
+
+By default it starts the embedded emulator on a free loopback port; with ``--base-url`` or
+``--environment`` (or ``CONTRACTSDK_BASE_URL`` / ``CONTRACTSDK_ENVIRONMENT``) it runs
+against that service instead, as the user given by ``--user-id``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from contractsdk._client import ContractClient
+from contractsdk._exceptions import ConfigurationError, TermValidationError
+from contractsdk.cli._output import print_table
+from contractsdk.cli._resources import make_client
+from contractsdk.models import ContractType, Term
+from contractsdk.validation import TermSet
+
+__all__ = ["demo_values", "exclusive_mistake", "run_demo"]
+
+#: How many lines of the term tree the demo shows before pointing to `terms show`.
+TREE_LINES = 32
+
+
+def _step(number: int, title: str) -> None:
+    print(f"\n{number}. {title}")
+
+
+def _say(text: str) -> None:
+    print(f"   {text}")
+
+
+def _choice_depth(term: Term) -> int:
+    """How many term levels a chain of choices goes down from ``term``."""
+    nested = [t for option in term.options for t in option.nested_terms if t.is_choice]
+    return 1 + max((_choice_depth(t) for t in nested), default=0) if term.is_choice else 0
+
+
+def _choose_down(term: Term, values: dict[str, Any]) -> None:
+    """Choose options down the deepest chain of nested choices, answering text terms."""
+
+    def depth(option_terms: tuple[Term, ...]) -> int:
+        return max((_choice_depth(t) for t in option_terms), default=0)
+
+    option = max(term.options, key=lambda option: depth(option.nested_terms))
+    values[term.name] = option.value
+    for nested in option.nested_terms:
+        if nested.is_choice:
+            _choose_down(nested, values)
+        else:
+            values[nested.name] = f"Demo {nested.label or nested.name}"[:80]
+
+
+def demo_values(terms: TermSet) -> dict[str, Any]:
+    """Return values for a demo contract: a name, and the deepest chain of nested choices."""
+    values: dict[str, Any] = {}
+    if terms.find("contract_name") is not None:
+        values["contract_name"] = f"Demo contract {time.strftime('%Y-%m-%d %H:%M:%S')}"
+    deepest = max(terms, key=_choice_depth, default=None)
+    if deepest is not None and deepest.is_choice:
+        _choose_down(deepest, values)
+    return values
+
+
+def exclusive_mistake(terms: TermSet) -> dict[str, Any] | None:
+    """Return values breaking the exclusive-option rule, if the template allows one.
+
+    Answers nested terms under two different options of one term, which the service
+    refuses; or, with no such term, a nested term under an option that is not chosen.
+    """
+    for term in terms:
+        branches = [option for option in term.options if option.nested_terms]
+        if len(branches) >= 2:
+            first, second = branches[:2]
+            return {
+                term.name: first.value,
+                first.nested_terms[0].name: _some_value(first.nested_terms[0]),
+                second.nested_terms[0].name: _some_value(second.nested_terms[0]),
+            }
+    for term in terms:
+        branches = [option for option in term.options if option.nested_terms]
+        others = [option for option in term.options if option not in branches]
+        if branches and others:
+            nested = branches[0].nested_terms[0]
+            return {term.name: others[0].value, nested.name: _some_value(nested)}
+    return None
+
+
+def _some_value(term: Term) -> str:
+    return term.options[0].value if term.options else "some text"
+
+
+def _pick_type(types: list[ContractType]) -> ContractType:
+    """Prefer a tenancy (its terms nest three levels deep), else the first type."""
+    return next((t for t in types if "tenancy" in t.name.lower()), types[0])
+
+
+@contextlib.asynccontextmanager
+async def _service(args: argparse.Namespace) -> AsyncIterator[tuple[ContractClient, int]]:
+    """Yield a client and the user id to act as: the embedded emulator unless told otherwise."""
+    real = any(getattr(args, name, None) for name in ("base_url", "environment")) or any(
+        os.environ.get(name) for name in ("CONTRACTSDK_BASE_URL", "CONTRACTSDK_ENVIRONMENT")
+    )
+    if real:
+        user_id = args.user_id or os.environ.get("CONTRACTSDK_USER_ID")
+        if not user_id:
+            raise ConfigurationError(
+                "against a real environment the demo needs --user-id (or CONTRACTSDK_USER_ID)"
+            )
+        async with make_client(args) as client:
+            print(f"contractsdk demo: the whole flow against {client.environment.base_url}")
+            yield client, int(user_id)
+        return
+
+    from contractsdk.sandbox import SandboxServer
+
+    async with SandboxServer(seed=args.seed) as server:
+        print("contractsdk demo: the whole flow against the embedded emulator")
+        _say(f"emulator: {server.url} (seed {args.seed}; nothing leaves this machine)")
+        async with ContractClient(api_key=server.api_key, base_url=server.url) as client:
+            yield client, server.users[0].id
+
+
+def _print_tree(terms: TermSet, values: dict[str, Any], template_id: int) -> None:
+    lines = terms.tree(values).splitlines()
+    for line in lines[:TREE_LINES]:
+        _say(line)
+    if len(lines) > TREE_LINES:
+        _say(f"… {len(lines) - TREE_LINES} more lines: contractsdk terms show {template_id}")
+
+
+def _problems(error: TermValidationError) -> Iterator[str]:
+    for problem in error.problems:
+        yield f"[{problem.kind}] {problem}"
+
+
+async def run_demo(args: argparse.Namespace) -> int:
+    """Walk the flow: user, team, types, versions, terms, validation, create, list."""
+    async with _service(args) as (client, user_id):
+        _step(1, "Identify the user")
+        user = await client.users.get(user_id)
+        _say(f"{user.first_name} {user.last_name} <{user.email}> (user {user.id})")
+
+        _step(2, "Pick or create a team")
+        teams = await client.teams.list(user.id)
+        print_table(
+            ["id", "name", "created"], [(t.id, t.name, t.created) for t in teams], indent="   "
+        )
+        if teams:
+            team = await client.personal_team(user.id)
+        else:
+            team = await client.teams.create(user.id, name="contractsdk demo")
+        _say(f"→ using team {team.id} ({team.name})")
+
+        _step(3, "List the contract types the team can create")
+        types = await client.contract_types.list(team.id)
+        print_table(["id", "name"], [(t.id, t.name) for t in types], indent="   ")
+        if not types:
+            raise ConfigurationError(f"team {team.id} can create no contract types")
+        kind = _pick_type(types)
+        _say(f"→ using {kind.name}")
+
+        _step(4, "List its template versions (newest first)")
+        versions = await client.templates.list(team.id, kind.id)
+        rows = [(v.id, v.version, "latest" if i == 0 else "") for i, v in enumerate(versions)]
+        print_table(["id", "version", ""], rows, indent="   ")
+        template = versions[0]
+
+        _step(5, f"The terms of version {template.version} (options nest, choices marked)")
+        terms = await client.terms.list(template.id)
+        values = demo_values(terms)
+        total = sum(1 for _ in terms.walk())
+        _say(f"{len(terms)} top-level terms, {total} in all")
+        _print_tree(terms, values, template.id)
+
+        _step(6, "The validator catches a mistake before anything is sent")
+        mistake = exclusive_mistake(terms)
+        if mistake is None:
+            _say("(this template has no nested options to get wrong)")
+        else:
+            _say(f"values: {mistake}")
+            try:
+                terms.validate(mistake)
+            except TermValidationError as exc:
+                for line in _problems(exc):
+                    _say(line)
+            else:  # pragma: no cover - the emulator's templates always allow a mistake
+                _say("(no problem found)")
+
+        _step(7, "Create the contract")
+        for name, value in values.items():
+            _say(f"{name} = {value}")
+        contract = await client.contracts.create(
+            team.id, template_id=template.id, created_by=user.id, values=values
+        )
+        _say(f"→ created contract {contract.id}")
+
+        _step(8, "List the team's contracts")
+        contracts = await client.contracts.list(team.id)
+        rows = [(c.id, c.name, c.created_date, len(c.fields)) for c in contracts]
+        print_table(["id", "name", "created", "fields"], rows, indent="   ")
+        stats = client.stats
+        print(
+            f"\nDone: {stats.requests} requests, {stats.throttled} throttled, "
+            f"{stats.retries} retries."
+        )
+    return 0

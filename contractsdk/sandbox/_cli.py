@@ -1,0 +1,181 @@
+"""``python -m contractsdk.sandbox``: run the emulator until Ctrl-C.
+
+:func:`main` takes an ``argv`` list and returns an exit status, so the SDK's own CLI can
+reuse it as ``contractsdk sandbox ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+from typing import TextIO
+
+from ._config import SandboxConfig
+from ._faults import FaultRule
+from ._server import SandboxServer
+
+_UNLIMITED = ("none", "unlimited", "off", "inf")
+
+
+def _rate(text: str) -> float | None:
+    if text.strip().lower() in _UNLIMITED:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'none', got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError("a rate must be positive (or 'none' for unlimited)")
+    return value
+
+
+def build_parser(prog: str = "python -m contractsdk.sandbox") -> argparse.ArgumentParser:
+    """Build the argument parser.
+
+    Args:
+        prog: The program name shown in the usage line.
+
+    Returns:
+        The parser.
+    """
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Run a local emulator of the Contract Service API (Legislate) for "
+        "tests, demos and benchmarks. Its credentials are emulator-only.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8080, help="port; 0 picks a free one")
+    parser.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
+    parser.add_argument(
+        "--read-rate", type=_rate, default=25.0, help="reads/s per credential, or 'none'"
+    )
+    parser.add_argument(
+        "--write-rate", type=_rate, default=25.0, help="writes/s per credential, or 'none'"
+    )
+    parser.add_argument(
+        "--burst", type=float, default=None, help="bucket size (default: one second's worth)"
+    )
+    parser.add_argument(
+        "--no-rate-headers",
+        action="store_true",
+        help="do not send Retry-After / X-RateLimit-* (the real service documents none)",
+    )
+    parser.add_argument(
+        "--token-ttl", type=float, default=3600.0, help="OAuth token lifetime in seconds"
+    )
+    parser.add_argument(
+        "--faults",
+        metavar="FILE",
+        help='JSON file with fault rules: [{"route": "POST /v1/teams/*/contracts", '
+        '"status_503": 0.05}]',
+    )
+    parser.add_argument("--access-log", action="store_true", help="log every request")
+    return parser
+
+
+def _describe(server: SandboxServer) -> str:
+    limits = server.limits
+
+    def rate(value: float | None) -> str:
+        return "unlimited" if value is None else f"{value:g}/s"
+
+    burst = "one second's worth" if limits.burst is None else f"{limits.burst:g}"
+    lines = [
+        "Contract Service sandbox emulator (contractsdk) - emulator-only credentials, "
+        "not real secrets",
+        "",
+        f"  URL           {server.url}",
+        f"  API keys      {server.api_keys[0]}",
+        *(f"                {key}" for key in server.api_keys[1:]),
+        f"  OAuth token   POST {server.token_url}  (grant_type=client_credentials)",
+        f"  client_id     {server.client_id}",
+        f"  client_secret {server.client_secret}",
+        f"  Admin token   {server.admin_token}  (for {server.url}/__sandbox/)",
+        f"  Rate limits   read {rate(limits.read_rate)}, write {rate(limits.write_rate)}, "
+        f"burst {burst}, headers {'on' if limits.rate_headers else 'off'}",
+        f"  Seed          {server.seed.seed}",
+        "",
+        "Users (id, name, email, teams):",
+    ]
+    teams = {t.id: t for t in server.teams}
+    for user in server.users:
+        memberships = ", ".join(
+            f"{tid} {teams[tid].name} ({'owner' if user.id in teams[tid].owner_ids else 'member'})"
+            for tid in user.team_ids
+        )
+        lines.append(f"  {user.id}  {user.full_name:<18} {user.email:<30} teams: {memberships}")
+    lines += ["", "Contract types (id, name, template ids newest first):"]
+    for ctype in server.seed.catalog.types:
+        scope = (
+            "" if ctype.team_ids is None else f"  (team {', '.join(map(str, ctype.team_ids))} only)"
+        )
+        templates = ", ".join(map(str, ctype.template_ids))
+        lines.append(f"  {ctype.id}  {ctype.name:<36} templates {templates}{scope}")
+    first = server.users[0]
+    lines += [
+        "",
+        "Try:",
+        f'  curl -H "Authorization: Bearer {server.api_key}" {server.url}/v1/users/{first.id}',
+        "",
+        "Press Ctrl-C to stop.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+async def _serve(server: SandboxServer, out: TextIO) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        # Not available on Windows or outside the main thread: Ctrl-C then arrives as
+        # KeyboardInterrupt from asyncio.run, which main() catches.
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop.set)
+    async with server:
+        out.write(_describe(server))
+        out.flush()
+        await stop.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the emulator until interrupted.
+
+    Args:
+        argv: The arguments (without the program name); None reads ``sys.argv``.
+
+    Returns:
+        The exit status: 0 after Ctrl-C or SIGTERM, 1 when the server cannot start,
+        2 for bad arguments.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    faults: tuple[FaultRule, ...] = ()
+    try:
+        if args.faults:
+            with open(args.faults, encoding="utf-8") as handle:
+                data = json.load(handle)
+            rules = data["rules"] if isinstance(data, dict) else data
+            faults = tuple(FaultRule.from_json(rule) for rule in rules)
+        config = SandboxConfig(
+            seed=args.seed,
+            read_rate=args.read_rate,
+            write_rate=args.write_rate,
+            burst=args.burst,
+            rate_headers=not args.no_rate_headers,
+            token_ttl=args.token_ttl,
+            faults=faults,
+        )
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        parser.error(str(exc))
+    server = SandboxServer(args.host, args.port, config=config, access_log=args.access_log)
+    try:
+        asyncio.run(_serve(server, sys.stdout))
+    except KeyboardInterrupt:
+        pass
+    except OSError as exc:
+        sys.stderr.write(f"error: cannot start the sandbox on {args.host}:{args.port}: {exc}\n")
+        return 1
+    return 0

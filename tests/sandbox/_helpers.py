@@ -1,0 +1,119 @@
+"""Small raw-HTTP helpers shared by the sandbox tests."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp
+import attrs
+from multidict import CIMultiDictProxy
+
+from contractsdk.sandbox import SandboxServer
+
+SPRING_KEYS = {"timestamp", "status", "error", "message", "path"}
+
+
+@attrs.frozen
+class Reply:
+    """A finished response: status, headers and the whole body."""
+
+    status: int
+    headers: CIMultiDictProxy[str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    def spring(self, status: int) -> str:
+        """Assert a Spring-style error body with ``status``; return its message."""
+        assert self.status == status, (self.status, self.body[:500])
+        data = self.json()
+        assert set(data) == SPRING_KEYS, data
+        assert data["status"] == status
+        assert isinstance(data["message"], str)
+        return str(data["message"])
+
+
+class Api:
+    """Raw HTTP calls against a sandbox, with its first API key unless told otherwise."""
+
+    def __init__(
+        self, server: SandboxServer, session: aiohttp.ClientSession, token: str | None = None
+    ) -> None:
+        self.server = server
+        self.session = session
+        self.token = token if token is not None else server.api_key
+
+    def with_token(self, token: str) -> Api:
+        return Api(self.server, self.session, token)
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        data: Any = None,
+        headers: Mapping[str, str] | None = None,
+        auth: bool = True,
+    ) -> Reply:
+        sent = dict(headers or {})
+        if auth and "Authorization" not in sent:
+            sent["Authorization"] = f"Bearer {self.token}"
+        url = path if path.startswith("http") else self.server.url + path
+        async with self.session.request(
+            method, url, json=json_body, data=data, headers=sent
+        ) as response:
+            return Reply(response.status, response.headers, await response.read())
+
+    async def get(self, path: str, **kwargs: Any) -> Reply:
+        return await self.call("GET", path, **kwargs)
+
+    async def post(self, path: str, body: Any = None, **kwargs: Any) -> Reply:
+        return await self.call("POST", path, json_body=body, **kwargs)
+
+    async def patch(self, path: str, body: Any = None, **kwargs: Any) -> Reply:
+        return await self.call("PATCH", path, json_body=body, **kwargs)
+
+    async def delete(self, path: str, **kwargs: Any) -> Reply:
+        return await self.call("DELETE", path, **kwargs)
+
+    async def admin(self, method: str, path: str, body: Any = None) -> Reply:
+        return await self.call(
+            method,
+            path,
+            json_body=body,
+            headers={"Authorization": f"Bearer {self.server.admin_token}"},
+        )
+
+    async def create_contract(
+        self, team_id: int, user_id: int, template_id: int, fields: Any = None, **extra: Any
+    ) -> Reply:
+        body: dict[str, Any] = {"created_by_user_id": user_id, "template_id": template_id}
+        if fields is not None:
+            body["fields"] = fields
+        body.update(extra)
+        return await self.post(f"/v1/teams/{team_id}/contracts", body)
+
+
+def ast_template_id(server: SandboxServer, newest: bool = True) -> int:
+    """The id of the newest (or oldest) Assured Shorthold Tenancy template."""
+    ids = server.seed.catalog.types[0].template_ids
+    return ids[0] if newest else ids[-1]
+
+
+def nda_template_id(server: SandboxServer) -> int:
+    """The id of the newest NDA template."""
+    return server.seed.catalog.types[1].template_ids[0]
+
+
+def shared_team(server: SandboxServer, name: str) -> int:
+    """The id of a seeded shared team by name."""
+    return next(t.id for t in server.teams if t.name == name)
+
+
+def contract_id(reply: Reply) -> int:
+    """The contract id from a create reply's Location header."""
+    return int(reply.headers["Location"].rsplit("/", 1)[1])

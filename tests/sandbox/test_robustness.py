@@ -1,0 +1,190 @@
+"""Malformed input gives 4xx Spring bodies, never a 500 or a crash; the catch-all gives 500."""
+
+from __future__ import annotations
+
+import io
+import logging
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from contractsdk.sandbox import EMULATOR_KEY, SandboxConfig, SandboxServer, create_app
+
+from ._helpers import Api, ast_template_id
+
+
+def _contracts_path(server: SandboxServer) -> str:
+    return f"/v1/teams/{server.users[0].personal_team_id}/contracts"
+
+
+@pytest.mark.parametrize(
+    ("data", "content_type", "status"),
+    [
+        pytest.param(b"{not json", "application/json", 400, id="bad-json"),
+        pytest.param(b"", "application/json", 400, id="empty"),
+        pytest.param(b"{}", None, 415, id="octet-stream"),
+        pytest.param(b"[1, 2]", "application/json", 400, id="array"),
+        pytest.param(b'"text"', "application/json", 400, id="string"),
+        pytest.param(b"\xff\xfe{}", "application/json", 400, id="bad-utf8"),
+        pytest.param(b"[" * 100_000 + b"]" * 100_000, "application/json", 400, id="deep"),
+        pytest.param(
+            b'{"template_id": ' + b"9" * 5000 + b"}", "application/json", 400, id="bigint"
+        ),
+        pytest.param(b"a=1", "application/x-www-form-urlencoded", 415, id="form"),
+        pytest.param(b"{}", "text/plain", 415, id="text-plain"),
+    ],
+)
+async def test_malformed_bodies(
+    api: Api, server: SandboxServer, data: bytes, content_type: str | None, status: int
+) -> None:
+    """Undecodable, non-object or non-JSON bodies give 400/415."""
+    headers = {"Content-Type": content_type} if content_type else {}
+    reply = await api.call("POST", _contracts_path(server), data=data, headers=headers)
+    reply.spring(status)
+    assert server.state.contracts == {}
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        pytest.param({}, "created_by_user_id is required", id="missing-user"),
+        pytest.param({"created_by_user_id": "1", "template_id": 1}, "must be an integer", id="str"),
+        pytest.param(
+            {"created_by_user_id": True, "template_id": 1}, "must be an integer", id="bool"
+        ),
+        pytest.param(
+            {"created_by_user_id": 1.5, "template_id": 1}, "must be an integer", id="float"
+        ),
+        pytest.param({"created_by_user_id": [1], "template_id": 1}, "got array", id="array"),
+        pytest.param({"created_by_user_id": 2**63, "template_id": 1}, "64-bit", id="overflow"),
+        pytest.param({"created_by_user_id": 1, "template_id": None}, "template_id", id="null"),
+    ],
+)
+async def test_wrong_types_in_the_create_body(
+    api: Api, server: SandboxServer, body: dict[str, object], fragment: str
+) -> None:
+    """Missing keys, string/bool/float/array ids and int64 overflow give 400."""
+    assert fragment in (await api.post(_contracts_path(server), body)).spring(400)
+
+
+async def test_wrong_types_elsewhere(api: Api, server: SandboxServer) -> None:
+    """Teams, users and PATCH bodies with wrong types give 400."""
+    user = server.users[0]
+    (await api.post(f"/v1/users/{user.id}/teams", {"name": 5})).spring(400)
+    (await api.post(f"/v1/users/{user.id}/teams", {"name": ["a"]})).spring(400)
+    (await api.post("/v1/users", {"email": {}, "first_name": "a", "last_name": "b"})).spring(400)
+    created = await api.create_contract(user.personal_team_id, user.id, ast_template_id(server))
+    href = created.headers["Location"]
+    (await api.patch(href, {"fields": "contract_pets=petsYes"})).spring(400)
+    (await api.patch(href, {"fields": [None]})).spring(400)
+    (await api.patch(href, [{"name": "contract_pets"}])).spring(400)
+
+
+async def test_huge_body_is_413(api: Api, server: SandboxServer) -> None:
+    """A body over 1 MiB gives 413 (with or without an Idempotency-Key)."""
+    big = b'{"x": "' + b"a" * (2 * 1024 * 1024) + b'"}'
+    for headers in ({}, {"Idempotency-Key": "big"}):
+        reply = await api.call(
+            "POST",
+            _contracts_path(server),
+            data=io.BytesIO(big),
+            headers={"Content-Type": "application/json", **headers},
+        )
+        reply.spring(413)
+    reply = await api.call(
+        "POST", "/oauth/token", data=io.BytesIO(big), headers={"Content-Type": "application/json"}
+    )
+    reply.spring(413)
+
+
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [
+        ("/v1/users/abc", 400),
+        ("/v1/users/1.5", 400),
+        ("/v1/users/99999999999999999999", 400),
+        ("/v1/users/9223372036854775808", 400),
+        ("/v1/users/9223372036854775807", 404),
+        ("/v1/users/-5", 404),
+        ("/v1/teams/%00/contracts", 400),
+        ("/v1/contracts/0x10", 400),
+        ("/v1/terms/ ", 400),
+        ("/v1/nothing", 404),
+        ("/v1/users/1/teams/2/extra", 404),
+        ("/nothing", 404),
+        ("/", 404),
+    ],
+)
+async def test_bad_ids_and_unknown_paths(api: Api, path: str, status: int) -> None:
+    """Non-numeric or int64-overflowing ids give 400; unknown paths 404, all as JSON."""
+    (await api.get(path)).spring(status)
+
+
+async def test_wrong_method_is_405(api: Api, server: SandboxServer) -> None:
+    """A known path with an unsupported method gives 405 with an Allow header."""
+    reply = await api.call("PUT", f"/v1/users/{server.users[0].id}")
+    reply.spring(405)
+    assert "GET" in reply.headers["Allow"]
+
+
+async def test_unicode_values_round_trip(api: Api, server: SandboxServer) -> None:
+    """Non-ASCII values are stored and returned unchanged (and the PDF still renders)."""
+    user = server.users[0]
+    fields = [{"name": "contract_name", "value": "Ünïcödé 住宅 🏠"}]
+    created = await api.create_contract(
+        user.personal_team_id, user.id, ast_template_id(server), fields
+    )
+    href = created.headers["Location"]
+    assert (await api.get(href)).json()["contract_name"] == "Ünïcödé 住宅 🏠"
+    pdf = await api.get(f"{href}/pdf")
+    assert pdf.status == 200
+    assert pdf.body.startswith(b"%PDF-")
+
+
+async def test_unexpected_exceptions_become_a_spring_500(
+    session: aiohttp.ClientSession, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A handler bug is answered with a Spring 500 body and logged, not a crash."""
+    app = create_app(SandboxConfig(read_rate=None))
+
+    async def broken(request: web.Request) -> web.Response:
+        raise RuntimeError("bug")
+
+    app.router.add_get("/v1/broken", broken)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        host, port = runner.addresses[0][:2]
+        url = f"http://{host}:{port}/v1/broken"
+        api_key = app[EMULATOR_KEY].seed.api_keys[0]
+        with caplog.at_level(logging.ERROR, logger="contractsdk.sandbox"):
+            async with session.get(url, headers={"Authorization": f"Bearer {api_key}"}) as r:
+                assert r.status == 500
+                body = await r.json()
+        assert body["message"] == "Internal Server Error"
+        assert "unexpected error" in caplog.text
+        assert body["path"] == "/v1/broken"
+    finally:
+        await runner.cleanup()
+
+
+async def test_embedded_app_builds_hrefs_from_the_request(session: aiohttp.ClientSession) -> None:
+    """Without a base_url, create_app's hrefs use the request's own host."""
+    app = create_app()
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        host, port = runner.addresses[0][:2]
+        emulator = app[EMULATOR_KEY]
+        user = emulator.seed.users[0]
+        headers = {"Authorization": f"Bearer {emulator.seed.api_keys[0]}", "Host": "example.test"}
+        async with session.get(f"http://{host}:{port}/v1/users/{user.id}", headers=headers) as r:
+            data = await r.json()
+        assert data["_links"]["self"]["href"] == f"http://example.test/v1/users/{user.id}"
+    finally:
+        await runner.cleanup()
