@@ -96,8 +96,9 @@ class BulkJob:
         require_all: Also refuse rows that leave an applicable term unanswered.
         rounds: How many more times a row that failed in a retryable way (429, 5xx, no
             connection, unknown outcome) is tried within a run.
-        settle: Seconds to wait after the last unknown outcome before listing the team to
-            reconcile (a request the service is still processing must have finished).
+        round_delay: Seconds to wait before each further round (a throttled or failing
+            service gets time to recover), and between the last unknown outcome and the
+            listing that reconciles it (a request still being processed must finish).
         check_existing: List each team's contracts before sending, so that a row naming a
             contract the team already has (made outside this journal) is refused rather
             than created twice.
@@ -130,7 +131,7 @@ class BulkJob:
         concurrency: int = 16,
         require_all: bool = False,
         rounds: int = 2,
-        settle: float = 3.0,
+        round_delay: float = 3.0,
         check_existing: bool = True,
         format: InputFormat | None = None,  # the natural name of the option
     ) -> None:
@@ -168,8 +169,8 @@ class BulkJob:
             raise ConfigurationError(f"concurrency must be a positive integer, got {concurrency!r}")
         if rounds < 0:
             raise ConfigurationError("rounds must be 0 or more")
-        if settle < 0:
-            raise ConfigurationError("settle must be 0 or more seconds")
+        if round_delay < 0:
+            raise ConfigurationError("round_delay must be 0 or more seconds")
         if not match_term or not isinstance(match_term, str):
             raise ConfigurationError("match_term must be a term name")
         self._match_term = match_term
@@ -177,7 +178,7 @@ class BulkJob:
         self._concurrency = concurrency
         self._require_all = require_all
         self._rounds = rounds
-        self._settle = settle
+        self._round_delay = round_delay
         self._check_existing = check_existing
         self._fixed_target = (
             team_column is None and template_column is None and (contract_type_column is None)
@@ -199,6 +200,11 @@ class BulkJob:
         self._stopping = False
         self._reset_counters()
 
+    @property
+    def journal(self) -> Path | None:
+        """The journal file (None: a temporary journal)."""
+        return self._journal_path
+
     # -- building a job from its journal -------------------------------------------------
 
     @classmethod
@@ -209,7 +215,7 @@ class BulkJob:
         *,
         concurrency: int = 16,
         rounds: int = 2,
-        settle: float = 3.0,
+        round_delay: float = 3.0,
         rows: str | os.PathLike[str] | None = None,
     ) -> BulkJob:
         """Rebuild a job from its journal (for :meth:`retry`, or to run its last file again).
@@ -219,7 +225,7 @@ class BulkJob:
             journal: The journal file.
             concurrency: The most requests in flight at once.
             rounds: As for :class:`BulkJob`.
-            settle: As for :class:`BulkJob`.
+            round_delay: As for :class:`BulkJob`.
             rows: The input to read with :meth:`run` (default: the file of the last run).
 
         Raises:
@@ -255,7 +261,7 @@ class BulkJob:
             journal=journal,
             concurrency=concurrency,
             rounds=rounds,
-            settle=settle,
+            round_delay=round_delay,
         )
         return job
 
@@ -457,7 +463,8 @@ async def _drain(task: asyncio.Task[None], out: asyncio.Queue[Any], *, timeout: 
 
 def _write_rate(client: ContractClient) -> tuple[float | None, str]:
     """Return the write rate a job will see: the client's limit, else the environment's."""
-    limits = getattr(client, "rate_limits", None)
+    # ``client.rate_limits`` is the limiter's state; its ``limits`` are what was configured.
+    limits = getattr(getattr(client, "rate_limits", None), "limits", None)
     rate = getattr(limits, "write", None)
     if isinstance(rate, int | float) and rate > 0:
         return float(rate), "configured"

@@ -397,6 +397,7 @@ class Run:
             if not unknown and not retry:
                 return
             self.round += 1
+            await asyncio.sleep(job._round_delay)
             if unknown and not await self._reconcile_run():
                 return
             await self._resend(every_failure=False)
@@ -404,7 +405,7 @@ class Run:
     async def _settle(self) -> None:
         last = self.job._last_unknown
         if last is not None:
-            wait = self.job._settle - (time.monotonic() - last)
+            wait = self.job._round_delay - (time.monotonic() - last)
             if wait > 0:
                 await asyncio.sleep(wait)
 

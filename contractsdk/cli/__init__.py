@@ -17,7 +17,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 
 from contractsdk._exceptions import ConfigurationError, ContractSDKError, TermValidationError
-from contractsdk.cli import _resources
+from contractsdk.cli import _bulk, _resources
 
 __all__ = ["build_parser", "main"]
 
@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     sandbox.set_defaults(handler=None)
 
     _resources.add_commands(commands, common)
+    _bulk.add_commands(commands, common)
     return parser
 
 

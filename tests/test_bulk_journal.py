@@ -1,0 +1,362 @@
+"""The journal: header and job ids, row transitions, reconciliation, crash consistency."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contractsdk.bulk import JournalError
+from contractsdk.bulk._journal import Journal
+from contractsdk.bulk._records import PreparedRow
+from contractsdk.bulk._writer import AsyncJournal
+
+IDENTITY = {"team_id": 70, "template_id": 149, "created_by": 7}
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def prepared(
+    key: str,
+    name: str | None,
+    *,
+    number: int = 1,
+    values: dict[str, str] | None = None,
+    reasons: tuple[str, ...] = (),
+    digest: str = "d1",
+    team: int = 70,
+) -> PreparedRow:
+    if values is None and not reasons:
+        values = {"contract_name": name or ""}
+    return PreparedRow(
+        number=number,
+        line=number + 1,
+        key=key,
+        key_label=f"key {key[4:]!r}" if key.startswith("ref:") else "the row",
+        digest=digest,
+        name=name,
+        team_id=team,
+        template_id=149,
+        values=values,
+        reasons=reasons,
+    )
+
+
+@pytest.fixture
+def journal(tmp_path: Path) -> Any:
+    opened = Journal.connect(tmp_path / "job.db")
+    opened.claim("job-a", IDENTITY, "0.1.0")
+    yield opened
+    opened.close()
+
+
+def state(journal: Journal, key: str) -> tuple[Any, ...]:
+    record = journal.get(key)
+    assert record is not None
+    return (record.state, record.attempts, record.contract_id)
+
+
+def test_claim_writes_the_header_once_and_refuses_another_job(tmp_path: Path) -> None:
+    """A journal belongs to one job: reopening it for another names both job ids."""
+    path = tmp_path / "job.db"
+    first = Journal.connect(path)
+    first.claim("1111111111111111", IDENTITY, "0.1.0")
+    first.claim("1111111111111111", IDENTITY, "0.1.0")  # the same job resumes
+    header = first.header()
+    assert header is not None and header["job_id"] == "1111111111111111"
+    with pytest.raises(JournalError) as caught:
+        first.claim("2222222222222222", {**IDENTITY, "team_id": 71}, "0.1.0")
+    message = str(caught.value)
+    assert "1111111111111111" in message and "2222222222222222" in message
+    assert "team_id" in message
+    first.close()
+
+
+def test_a_file_that_is_not_a_journal_is_refused(tmp_path: Path) -> None:
+    """Random bytes, or an SQLite file of something else, are refused clearly."""
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not a database at all" * 100)
+    with pytest.raises(JournalError, match="not a usable bulk journal"):
+        Journal.connect(junk)
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
+    with pytest.raises(JournalError, match="no journal|not a bulk journal"):
+        Journal.connect(other, readonly=True)
+
+
+def test_a_missing_directory_is_refused(tmp_path: Path) -> None:
+    """The journal's directory must exist: it is not created behind the user's back."""
+    with pytest.raises(JournalError, match="directory .*nowhere does not exist"):
+        Journal.connect(tmp_path / "nowhere" / "job.db")
+
+
+def test_register_new_valid_and_invalid_rows(journal: Journal) -> None:
+    """A valid row is pending and to be sent; an invalid one is recorded with its reasons."""
+    run = journal.begin_run("create", None)
+    decisions = journal.register(
+        run,
+        [prepared("ref:A", "Flat A"), prepared("ref:B", "Flat B", reasons=("bad", "worse"))],
+    )
+    assert [d.send for d in decisions] == [True, False]
+    assert decisions[0].record.state == "pending"
+    assert decisions[0].record.values == {"contract_name": "Flat A"}
+    assert decisions[1].record.state == "invalid"
+    assert decisions[1].record.error == "bad\nworse"
+    assert journal.counts() == {
+        "pending": 1,
+        "sending": 0,
+        "created": 0,
+        "invalid": 1,
+        "failed": 0,
+    }
+
+
+def test_the_life_of_a_row(journal: Journal) -> None:
+    """pending → sending (attempt counted) → created (values dropped); created is final."""
+    run = journal.begin_run("create", None)
+    journal.register(run, [prepared("ref:A", "Flat A")])
+    assert journal.mark_sending("ref:A") == 1
+    assert state(journal, "ref:A") == ("sending", 1, None)
+    created = journal.mark_created("ref:A", 900, run)
+    assert (created.state, created.contract_id, created.values, created.reported) == (
+        "created",
+        900,
+        None,
+        run,
+    )
+    with pytest.raises(JournalError, match="cannot be sent: it is created"):
+        journal.mark_sending("ref:A")
+
+
+def test_failures_unknown_outcomes_and_retries(journal: Journal) -> None:
+    """A failure keeps the values; an unknown outcome stays sending; a failed row may resend."""
+    run = journal.begin_run("create", None)
+    journal.register(run, [prepared("ref:A", "A"), prepared("ref:B", "B", number=2)])
+    journal.mark_sending("ref:A")
+    failed = journal.mark_failed(
+        "ref:A", "503", retryable=True, run=run, final=False, extra_attempts=2
+    )
+    assert (failed.state, failed.attempts, failed.reported, failed.values) == (
+        "failed",
+        3,
+        0,
+        {"contract_name": "A"},
+    )
+    assert journal.mark_sending("ref:A") == 4
+    journal.mark_sending("ref:B")
+    unknown = journal.mark_unknown("ref:B", "answer lost", 0)
+    assert (unknown.state, unknown.error) == ("sending", "answer lost")
+    assert journal.has_sending(run)
+    assert journal.teams_to_reconcile(run) == [70]
+
+
+def test_rerun_skips_created_rows_and_notes_changes(journal: Journal) -> None:
+    """A row created by an earlier run is skipped; a changed one says it is not updated."""
+    first = journal.begin_run("create", None)
+    journal.register(first, [prepared("ref:A", "A")])
+    journal.mark_sending("ref:A")
+    journal.mark_created("ref:A", 900, first)
+    second = journal.begin_run("create", None)
+    same = journal.register(second, [prepared("ref:A", "A")])[0]
+    assert (same.send, same.skipped, same.note) == (False, True, None)
+    third = journal.begin_run("create", None)
+    changed = journal.register(third, [prepared("ref:A", "A", digest="d2")])[0]
+    assert changed.skipped and "does not update" in (changed.note or "")
+
+
+def test_a_row_repeated_in_one_run_is_invalid(journal: Journal) -> None:
+    """The same key twice in a run: the second is invalid under a derived key."""
+    run = journal.begin_run("create", None)
+    first, second = journal.register(
+        run, [prepared("ref:A", "A", number=1), prepared("ref:A", "A2", number=5)]
+    )
+    assert first.send
+    assert second.duplicate and not second.send
+    assert second.record.key == "dup:5:ref:A"
+    assert second.record.error == "key 'A' is also the key of row 1"
+    again = journal.register(run, [prepared("sha:x", "X", number=6)])[0]
+    twin = journal.register(run, [prepared("sha:x", "X", number=9)])[0]
+    assert again.send and twin.record.error == "the same row as row 6"
+
+
+def test_contract_names_are_unique_within_a_job(journal: Journal) -> None:
+    """A second row with a name already used (in this team) is invalid; other teams may."""
+    run = journal.begin_run("create", None)
+    first, second, other_team = journal.register(
+        run,
+        [
+            prepared("ref:A", "Flat 1", number=1),
+            prepared("ref:B", "Flat 1", number=2),
+            prepared("ref:C", "Flat 1", number=3, team=71),
+        ],
+    )
+    assert first.send and other_team.send
+    assert not second.send
+    assert "'Flat 1' is also used by row 1" in (second.record.error or "")
+    # The invariant is enforced by the schema too, not only by the code that checks it.
+    with pytest.raises(sqlite3.IntegrityError):
+        journal.db.execute("UPDATE rows SET state = 'pending' WHERE key = 'ref:B'")
+
+
+def test_a_name_the_team_already_has_is_refused(journal: Journal) -> None:
+    """A contract of that name made outside this journal: the row is invalid, not sent."""
+    run = journal.begin_run("create", None)
+    journal.apply_listing(70, [("Flat 1", 555)])
+    decision = journal.register(run, [prepared("ref:A", "Flat 1")])[0]
+    assert not decision.send
+    assert "already has a contract named 'Flat 1' (contract 555)" in (decision.record.error or "")
+
+
+def test_reconciliation_finds_not_finds_and_refuses_to_guess(journal: Journal) -> None:
+    """Listing: one match → created; none → pending again; several → failed, by hand."""
+    run = journal.begin_run("create", None)
+    keys = ["ref:A", "ref:B", "ref:C", "ref:D"]
+    journal.register(
+        run, [prepared(key, f"Flat {key[-1]}", number=i) for i, key in enumerate(keys, 1)]
+    )
+    for key in keys[:3]:
+        journal.mark_sending(key)
+    result = journal.apply_listing(70, [("Flat A", 10), ("Flat C", 11), ("Flat C", 12)])
+    assert (result.created, result.not_found, result.ambiguous) == (1, 1, 1)
+    record = journal.get("ref:A")
+    assert record is not None and record.reconciled and record.contract_id == 10
+    assert state(journal, "ref:B")[0] == "pending"
+    assert state(journal, "ref:C")[0] == "failed"
+    assert "2 contracts named 'Flat C'" in (journal.get("ref:C").error or "")  # type: ignore[union-attr]  # asserted present above
+    assert state(journal, "ref:D") == ("pending", 0, None)  # never sent: not touched
+    # A contract already claimed by a created row is never given to another.
+    assert journal.apply_listing(70, [("Flat A", 10)]).created == 0
+
+
+def test_fail_unsent_ends_rows_found_not_created(journal: Journal) -> None:
+    """Rows sent, reconciled as not created and not sent again end failed (retryable)."""
+    run = journal.begin_run("create", None)
+    journal.register(run, [prepared("ref:A", "A")])
+    journal.mark_sending("ref:A")
+    journal.mark_unknown("ref:A", "lost", 0)
+    journal.apply_listing(70, [])
+    assert journal.fail_unsent(run) == 1
+    record = journal.get("ref:A")
+    assert record is not None and record.state == "failed" and record.retryable
+    assert "outcome was unknown" in (record.error or "")
+
+
+CRASH = textwrap.dedent(
+    """
+    import os, sys
+    sys.path.insert(0, {root!r})
+    from contractsdk.bulk._journal import Journal
+    from contractsdk.bulk._records import PreparedRow
+    journal = Journal.connect({path!r})
+    journal.claim("job-a", {{}}, "0.1.0")
+    run = journal.begin_run("create", None)
+    row = PreparedRow(number=1, line=2, key="ref:A", key_label="key 'A'", digest="d",
+                      name="A", team_id=70, template_id=149, values={{"contract_name": "A"}})
+    journal.db.execute("BEGIN IMMEDIATE")
+    journal.register(run, [row])
+    journal.mark_sending("ref:A")
+    journal.db.execute("COMMIT")
+    journal.db.execute("BEGIN IMMEDIATE")
+    journal.mark_created("ref:A", 900, run)      # the answer arrived, but the process dies
+    os._exit(9)                                  # before this transaction commits
+    """
+)
+
+
+def test_a_crash_keeps_the_last_committed_state(tmp_path: Path) -> None:
+    """Killed mid-transaction, the journal holds the committed "sending" and nothing else."""
+    path = tmp_path / "crash.db"
+    script = CRASH.format(root=str(ROOT), path=str(path))
+    done = subprocess.run([sys.executable, "-c", script], timeout=60, check=False)
+    assert done.returncode == 9
+    journal = Journal.connect(path)
+    try:
+        assert journal.db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert state(journal, "ref:A") == ("sending", 1, None)
+        assert journal.teams_to_reconcile() == [70]
+    finally:
+        journal.close()
+
+
+async def test_an_awaited_change_is_on_disk(tmp_path: Path) -> None:
+    """When ``call`` returns, another connection already sees the committed change."""
+    path = tmp_path / "job.db"
+    journal = await AsyncJournal.open(path)
+    try:
+        await journal.call(lambda j: j.claim("job-a", IDENTITY, "0.1.0"))
+        run = await journal.call(lambda j: j.begin_run("create", None))
+        await journal.call(lambda j: j.register(run, [prepared("ref:A", "A")]))
+        await journal.call(lambda j: j.mark_sending("ref:A"))
+        reader = Journal.connect(path, readonly=True)
+        try:
+            assert state(reader, "ref:A") == ("sending", 1, None)
+        finally:
+            reader.close()
+    finally:
+        await journal.aclose()
+
+
+async def test_operations_are_group_committed_and_isolated(tmp_path: Path) -> None:
+    """Concurrent changes share commits; one failing change does not undo the others."""
+    journal = await AsyncJournal.open(tmp_path / "job.db")
+    try:
+        await journal.call(lambda j: j.claim("job-a", IDENTITY, "0.1.0"))
+        run = await journal.call(lambda j: j.begin_run("create", None))
+        rows = [prepared(f"ref:{i}", f"Flat {i}", number=i) for i in range(200)]
+        await journal.call(lambda j: j.register(run, rows))
+        commits = journal.commits
+        results = await asyncio.gather(
+            *(journal.call(lambda j, i=i: j.mark_sending(f"ref:{i}")) for i in range(200)),
+            journal.call(lambda j: j.mark_sending("ref:missing")),
+            return_exceptions=True,
+        )
+        assert results[:200] == [1] * 200
+        assert isinstance(results[200], JournalError)
+        assert journal.commits - commits < 200
+        counts = await journal.call(lambda j: j.counts())
+        assert counts["sending"] == 200
+    finally:
+        await journal.aclose()
+
+
+async def test_one_job_at_a_time_per_journal(tmp_path: Path) -> None:
+    """A second process (or job) opening a journal in use is refused."""
+    path = tmp_path / "job.db"
+    first = await AsyncJournal.open(path)
+    try:
+        with pytest.raises(JournalError, match="another process is running a job"):
+            await AsyncJournal.open(path)
+    finally:
+        await first.aclose()
+    second = await AsyncJournal.open(path)  # free again once closed
+    await second.aclose()
+
+
+async def test_temporary_and_copied_journals(tmp_path: Path) -> None:
+    """No path: a temporary journal, deleted on close; copy_of: changes stay in the copy."""
+    temporary = await AsyncJournal.open(None)
+    where = temporary.path
+    assert where.exists()
+    await temporary.aclose()
+    assert not where.exists()
+
+    real = tmp_path / "real.db"
+    journal = Journal.connect(real)
+    journal.claim("job-a", IDENTITY, "0.1.0")
+    journal.close()
+    copy = await AsyncJournal.open(None, copy_of=real)
+    try:
+        await copy.call(lambda j: j.begin_run("create (dry run)", None))
+        assert await copy.call(lambda j: len(j.runs())) == 1
+    finally:
+        await copy.aclose()
+    reread = Journal.connect(real, readonly=True)
+    try:
+        assert reread.runs() == []
+    finally:
+        reread.close()

@@ -1,0 +1,183 @@
+"""Readers of a bulk job's input: CSV, JSONL, iterables and async iterables."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contractsdk import ConfigurationError
+from contractsdk.bulk import CsvSource, IterableSource, JsonlSource, RowSource, SourceRow
+from contractsdk.bulk._readers import open_source
+
+
+async def read_all(source: RowSource, size: int = 256) -> list[SourceRow]:
+    rows: list[SourceRow] = []
+    async for chunk in source.chunks(size):
+        rows.extend(chunk)
+    return rows
+
+
+def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+async def test_csv_reads_rows_with_numbers_and_lines(tmp_path: Path) -> None:
+    """Rows are numbered from 1 and carry the line where they start."""
+    path = write(tmp_path, "a.csv", ' name , rent\nFlat 1,month\n"Flat\n2",week\n')
+    source = CsvSource(path)
+    await source.open()
+    assert source.columns == ("name", "rent")
+    rows = await read_all(source)
+    assert [(r.number, r.line, r.data) for r in rows] == [
+        (1, 2, {"name": "Flat 1", "rent": "month"}),
+        (2, 3, {"name": "Flat\n2", "rent": "week"}),
+    ]
+
+
+async def test_csv_with_a_bom_is_read(tmp_path: Path) -> None:
+    """A UTF-8 byte-order mark does not become part of the first column's name."""
+    path = write(tmp_path, "bom.csv", "\ufeffcontract_name,x\nA,1\n".encode())
+    source = CsvSource(path)
+    rows = await read_all(source)
+    assert source.columns == ("contract_name", "x")
+    assert rows[0].data == {"contract_name": "A", "x": "1"}
+
+
+async def test_csv_malformed_lines_are_reported_and_the_others_read(tmp_path: Path) -> None:
+    """A line with the wrong number of fields or bad quoting is a problem row; others pass."""
+    text = 'a,b\n1,2\n3,4,5\n6,"x"y\n7,8\n\n9\n10,11\n'
+    rows = await read_all(CsvSource(write(tmp_path, "bad.csv", text)))
+    good = [r.data for r in rows if r.data is not None]
+    assert good == [{"a": "1", "b": "2"}, {"a": "7", "b": "8"}, {"a": "10", "b": "11"}]
+    problems = [(r.line, r.problem) for r in rows if r.problem]
+    assert problems[0] == (3, "line 3: expected 2 fields (as in the header), found 3")
+    assert problems[1][0] == 4 and "malformed CSV" in (problems[1][1] or "")
+    assert problems[2] == (7, "line 7: expected 2 fields (as in the header), found 1")
+    assert [r.number for r in rows] == [1, 2, 3, 4, 5, 6]  # the blank line is skipped
+
+
+async def test_csv_unclosed_quote_at_the_end_is_a_problem(tmp_path: Path) -> None:
+    """An unterminated quoted field is reported with the line where its row starts."""
+    rows = await read_all(CsvSource(write(tmp_path, "q.csv", 'a,b\n1,2\n"3,4\n5,6\n')))
+    assert rows[0].data == {"a": "1", "b": "2"}
+    assert rows[1].data is None and rows[1].line == 3
+    assert "malformed CSV" in (rows[1].problem or "")
+
+
+async def test_csv_bad_utf8_spoils_only_its_line(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 make their own row a problem, not the file."""
+    content = b"a,b\n1,2\n\xff\xfe,3\n4,5\n"
+    rows = await read_all(CsvSource(write(tmp_path, "latin.csv", content)))
+    assert [r.problem for r in rows] == [None, "line 3: not valid UTF-8", None]
+
+
+async def test_empty_files_are_refused(tmp_path: Path) -> None:
+    """An empty (or blank) file is refused with a clear message."""
+    for name, content in [("e.csv", ""), ("b.csv", "\n  \n"), ("e.jsonl", "")]:
+        with pytest.raises(ConfigurationError, match="is empty"):
+            await open_source(write(tmp_path, name, content)).open()
+
+
+async def test_csv_with_only_a_header_has_no_rows(tmp_path: Path) -> None:
+    """A header and nothing else reads as zero rows."""
+    source = CsvSource(write(tmp_path, "h.csv", "a,b\n"))
+    assert await read_all(source) == []
+
+
+async def test_csv_header_problems_are_refused(tmp_path: Path) -> None:
+    """A header with a blank or repeated name cannot be mapped: refused up front."""
+    with pytest.raises(ConfigurationError, match="column 2 of the header has no name"):
+        await CsvSource(write(tmp_path, "blank.csv", "a,,c\n1,2,3\n")).open()
+    with pytest.raises(ConfigurationError, match="names 'a' more than once"):
+        await CsvSource(write(tmp_path, "dup.csv", "a,b,a\n1,2,3\n")).open()
+
+
+async def test_unreadable_files_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A missing file, a directory or a file without read permission: a one-line error."""
+    with pytest.raises(ConfigurationError, match=r"cannot read .*missing\.csv"):
+        await CsvSource(tmp_path / "missing.csv").open()
+    with pytest.raises(ConfigurationError, match="is a directory"):
+        await CsvSource(tmp_path).open()
+    locked = write(tmp_path, "locked.csv", "a\n1\n")
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise PermissionError(13, "Permission denied", str(locked))
+
+    monkeypatch.setattr("contractsdk.bulk._readers.open", refuse, raising=False)
+    with pytest.raises(ConfigurationError, match=r"cannot read .*locked\.csv: Permission denied"):
+        await CsvSource(locked).open()
+
+
+async def test_jsonl_rows_and_bad_lines(tmp_path: Path) -> None:
+    """Each JSONL line is an object; a line that is not JSON or not an object is a problem."""
+    text = '\ufeff{"a": 1}\n\nnot json\n[1, 2]\n{"a": "x"}\n'
+    rows = await read_all(JsonlSource(write(tmp_path, "r.jsonl", text)))
+    assert [r.data for r in rows] == [{"a": 1}, None, None, {"a": "x"}]
+    assert [r.line for r in rows] == [1, 3, 4, 5]
+    assert (rows[1].problem or "").startswith("line 3: not JSON")
+    assert rows[2].problem == "line 4: expected a JSON object of column values, found list"
+
+
+async def test_iterables_and_async_iterables_are_read_lazily() -> None:
+    """Sync and async iterables are read in chunks; a non-mapping item is a problem row."""
+    taken: list[int] = []
+
+    def numbers() -> Any:
+        for index in range(5):
+            taken.append(index)
+            yield {"n": index} if index != 3 else "oops"
+
+    source = IterableSource(numbers())
+    chunks = source.chunks(2)
+    first = await chunks.__anext__()
+    assert [r.data for r in first] == [{"n": 0}, {"n": 1}]
+    assert taken == [0, 1]  # nothing read ahead of the chunk
+    rest = [row async for chunk in chunks for row in chunk]
+    assert rest[1].problem == "row 4: expected a mapping of column values, found str"
+
+    async def agen() -> AsyncIterator[dict[str, int]]:
+        for index in range(3):
+            yield {"n": index}
+
+    rows = await read_all(IterableSource(agen()), size=2)
+    assert [r.number for r in rows] == [1, 2, 3]
+    assert all(r.line is None for r in rows)
+
+
+async def test_open_source_picks_the_reader() -> None:
+    """Paths are read by suffix (or format=); a mapping or an unknown suffix is refused."""
+    assert isinstance(open_source("x.csv"), CsvSource)
+    assert isinstance(open_source(Path("x.ndjson")), JsonlSource)
+    assert isinstance(open_source("x.txt", format="csv"), CsvSource)
+    assert isinstance(open_source([{"a": 1}]), IterableSource)
+    with pytest.raises(ConfigurationError, match="cannot tell the format"):
+        open_source("x.txt")
+    with pytest.raises(ConfigurationError, match="not a dict"):
+        open_source({"a": 1})  # type: ignore[arg-type]  # the mistake under test
+
+
+async def test_count_estimates_the_rows(tmp_path: Path) -> None:
+    """A file's rows are counted cheaply (lines minus the header), for an ETA."""
+    path = write(tmp_path, "c.csv", "a\n" + "".join(f"{i}\n" for i in range(10)))
+    assert await CsvSource(path).count() == 10
+    assert await JsonlSource(write(tmp_path, "c.jsonl", '{"a":1}\n{"a":2}')).count() == 2
+    assert await IterableSource([]).count() is None
+
+
+async def test_the_file_is_closed_after_reading(tmp_path: Path) -> None:
+    """Reading does not hold the file open once the rows are read."""
+    path = write(tmp_path, "t.csv", "a\n1\n2\n")
+    source = CsvSource(path)
+    assert len(await read_all(source)) == 2
+    assert source._file is None
