@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -85,13 +86,13 @@ def test_a_file_that_is_not_a_journal_is_refused(tmp_path: Path) -> None:
         Journal.connect(junk)
     other = tmp_path / "other.db"
     sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
-    with pytest.raises(JournalError, match="no journal|not a bulk journal"):
+    with pytest.raises(JournalError, match=r"no journal|not a bulk journal"):
         Journal.connect(other, readonly=True)
 
 
 def test_a_missing_directory_is_refused(tmp_path: Path) -> None:
     """The journal's directory must exist: it is not created behind the user's back."""
-    with pytest.raises(JournalError, match="directory .*nowhere does not exist"):
+    with pytest.raises(JournalError, match=r"directory .*nowhere does not exist"):
         Journal.connect(tmp_path / "nowhere" / "job.db")
 
 
@@ -117,7 +118,7 @@ def test_register_new_valid_and_invalid_rows(journal: Journal) -> None:
 
 
 def test_the_life_of_a_row(journal: Journal) -> None:
-    """pending → sending (attempt counted) → created (values dropped); created is final."""
+    """A row goes pending → sending (attempt counted) → created (values dropped); created is final."""
     run = journal.begin_run("create", None)
     journal.register(run, [prepared("ref:A", "Flat A")])
     assert journal.mark_sending("ref:A") == 1
@@ -311,7 +312,7 @@ async def test_operations_are_group_committed_and_isolated(tmp_path: Path) -> No
         await journal.call(lambda j: j.register(run, rows))
         commits = journal.commits
         results = await asyncio.gather(
-            *(journal.call(lambda j, i=i: j.mark_sending(f"ref:{i}")) for i in range(200)),
+            *(journal.call(partial(Journal.mark_sending, key=f"ref:{i}")) for i in range(200)),
             journal.call(lambda j: j.mark_sending("ref:missing")),
             return_exceptions=True,
         )

@@ -198,6 +198,7 @@ class BulkJob:
         """The totals of the last run, set when it ends (also after a stop or an error)."""
         self._started = False
         self._stopping = False
+        self._stopped = asyncio.Event()
         self._reset_counters()
 
     @property
@@ -270,10 +271,18 @@ class BulkJob:
     def stop(self) -> None:
         """Stop sending: requests in flight finish and are recorded; no new one starts.
 
-        Safe to call from a signal handler (it only sets a flag). Rows not sent stay
-        ``pending`` in the journal for the next run.
+        Call it from the event loop's thread (a signal handler installed with
+        ``loop.add_signal_handler`` is). Rows not sent stay ``pending`` in the journal
+        for the next run.
         """
         self._stopping = True
+        self._stopped.set()
+
+    async def _pause(self, seconds: float) -> None:
+        """Sleep, unless or until :meth:`stop` is called."""
+        if seconds > 0 and not self._stopping:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._stopped.wait(), seconds)
 
     def _reset_counters(self) -> None:
         self._rows = 0
@@ -409,7 +418,11 @@ class BulkJob:
             await coordinator
             outcome_text = "stopped" if self._stopping else "done"
             if self._fatal is not None:
+                outcome_text = f"error: {self._fatal}"
                 raise self._fatal
+        except (asyncio.CancelledError, GeneratorExit):
+            outcome_text = "cancelled"
+            raise
         finally:
             self._consumer_gone = True
             if coordinator is not None and not coordinator.done():

@@ -384,7 +384,11 @@ class Run:
     # -- after the input -------------------------------------------------------------------
 
     async def _tail(self) -> None:
-        """Try deferred rows again, up to ``rounds`` times, reconciling unknown ones first."""
+        """Try deferred rows again, up to ``rounds`` times, each round after a listing.
+
+        Every deferred row was sent at least once, so (journal invariant 3) none is sent
+        again before its team has been listed: a round whose listing fails ends the rounds.
+        """
         job = self.job
         if self.dry_run:
             return
@@ -397,17 +401,15 @@ class Run:
             if not unknown and not retry:
                 return
             self.round += 1
-            await asyncio.sleep(job._round_delay)
-            if unknown and not await self._reconcile_run():
+            await job._pause(job._round_delay)
+            if not await self._reconcile_run():
                 return
             await self._resend(every_failure=False)
 
     async def _settle(self) -> None:
         last = self.job._last_unknown
         if last is not None:
-            wait = self.job._round_delay - (time.monotonic() - last)
-            if wait > 0:
-                await asyncio.sleep(wait)
+            await self.job._pause(self.job._round_delay - (time.monotonic() - last))
 
     async def _reconcile_run(self) -> bool:
         """Reconcile this run's rows that may have been sent; False if a listing failed."""
