@@ -389,13 +389,17 @@ class BulkJob:
             raise ConfigurationError("a BulkJob runs once; make a new one to run again")
         self._started = True
         self._reset_counters()
-        if mode == "create":
-            await self._source.open()
-            self._total = await self._source.count()
-        journal = await AsyncJournal.open(
-            None if dry_run else self._journal_path,
-            copy_of=self._journal_path if dry_run else None,
-        )
+        try:
+            if mode == "create":
+                await self._source.open()
+                self._total = await self._source.count()
+            journal = await AsyncJournal.open(
+                None if dry_run else self._journal_path,
+                copy_of=self._journal_path if dry_run else None,
+            )
+        except BaseException:
+            await self._source.aclose()
+            raise
         run_number = 0
         outcome_text = "error"
         out: asyncio.Queue[RowOutcome | End] = asyncio.Queue(_OUTCOME_QUEUE)
@@ -436,6 +440,7 @@ class BulkJob:
                 if run_number:
                     await journal.call(lambda j: j.finish_run(run_number, outcome_text))
             self.summary = self._summary(run_number, dry_run)
+            await self._source.aclose()
             await journal.aclose()
 
     def _summary(self, run_number: int, dry_run: bool) -> BulkSummary:

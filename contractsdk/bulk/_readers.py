@@ -18,7 +18,7 @@ import csv
 import json
 import os
 from collections import Counter
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
@@ -107,8 +107,8 @@ class RowSource:
     columns: tuple[str, ...] | None = None
     path: Path | None = None
 
-    def chunks(self, size: int = CHUNK_ROWS) -> AsyncIterator[list[SourceRow]]:
-        """Return the rows in lists of at most ``size`` records."""
+    def chunks(self, size: int = CHUNK_ROWS) -> AsyncGenerator[list[SourceRow], None]:
+        """Return the rows in lists of at most ``size`` records (an async generator)."""
         raise NotImplementedError
 
     async def open(self) -> None:
@@ -121,6 +121,9 @@ class RowSource:
     async def count(self) -> int | None:
         """Return about how many records there are, or None when it cannot be known cheaply."""
         return None
+
+    async def aclose(self) -> None:
+        """Release what :meth:`open` took (a file), if the rows were not read to the end."""
 
     def describe(self) -> str:
         """Return a short description of the source for messages and the journal."""
@@ -139,6 +142,11 @@ class _FileSource(RowSource):
     async def open(self) -> None:
         if self._file is None:
             self._file = await asyncio.to_thread(self._open)
+
+    async def aclose(self) -> None:
+        handle, self._file = self._file, None
+        if handle is not None:
+            await asyncio.to_thread(handle.close)
 
     def _open(self) -> TextIO:
         handle = _open_text(self._path)
@@ -159,7 +167,7 @@ class _FileSource(RowSource):
     def _rows(self, handle: TextIO) -> Iterator[SourceRow]:
         raise NotImplementedError
 
-    async def chunks(self, size: int = CHUNK_ROWS) -> AsyncIterator[list[SourceRow]]:
+    async def chunks(self, size: int = CHUNK_ROWS) -> AsyncGenerator[list[SourceRow], None]:
         await self.open()
         handle = self._file
         assert handle is not None
@@ -351,7 +359,7 @@ class IterableSource(RowSource):
             raw=repr(item)[:1000],
         )
 
-    async def chunks(self, size: int = CHUNK_ROWS) -> AsyncIterator[list[SourceRow]]:
+    async def chunks(self, size: int = CHUNK_ROWS) -> AsyncGenerator[list[SourceRow], None]:
         chunk: list[SourceRow] = []
         number = 0
         items = self._items

@@ -6,7 +6,9 @@ See the module docstring of ``_engine.py`` for the shape; this module is its mac
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from functools import partial
 from typing import TYPE_CHECKING, Literal
 
 from contractsdk._exceptions import (
@@ -25,6 +27,7 @@ from contractsdk._exceptions import (
     TermValidationError,
     TransportError,
 )
+from contractsdk.bulk._journal import Journal
 from contractsdk.bulk._model import RowOutcome
 from contractsdk.bulk._readers import SourceRow
 from contractsdk.bulk._reconcile import reconcile
@@ -198,23 +201,24 @@ class Run:
 
     async def _read_input(self) -> None:
         job = self.job
-        async for chunk in job._source.chunks():
-            if job._stopping:
-                break
-            prepared = [await self._prepare(row) for row in chunk]
-            registered = await self.journal.call(
-                lambda j, rows=prepared: j.register(self.run, rows)  # type: ignore[misc]  # default binds the chunk
-            )
-            for decision in registered:
-                if not decision.send:
-                    await self.emit(
-                        RowOutcome.from_record(
-                            decision.record, skipped=decision.skipped, note=decision.note
+        async with contextlib.aclosing(job._source.chunks()) as chunks:
+            async for chunk in chunks:
+                if job._stopping:
+                    break
+                prepared = [await self._prepare(row) for row in chunk]
+                registered = await self.journal.call(
+                    partial(Journal.register, run=self.run, rows=prepared)
+                )
+                for decision in registered:
+                    if not decision.send:
+                        await self.emit(
+                            RowOutcome.from_record(
+                                decision.record, skipped=decision.skipped, note=decision.note
+                            )
                         )
-                    )
-                elif not self.dry_run and not job._stopping:
-                    await self.send.put(decision.record)
-                # else: a dry run, or stopping: reported as "pending" at the end
+                    elif not self.dry_run and not job._stopping:
+                        await self.send.put(decision.record)
+                    # else: a dry run, or stopping: reported as "pending" at the end
 
     async def _prepare(self, source: SourceRow) -> PreparedRow:
         """Map, key, target and validate one input record (no I/O but first-time targets)."""
@@ -431,8 +435,12 @@ class Run:
         after = ""
         while not job._stopping:
             page = await self.journal.call(
-                lambda j, start=after: j.to_send(  # type: ignore[misc]  # default binds the cursor
-                    self.run, start, _PAGE, every_failure=every_failure
+                partial(
+                    Journal.to_send,
+                    run=self.run,
+                    after=after,
+                    limit=_PAGE,
+                    every_failure=every_failure,
                 )
             )
             if not page:

@@ -1,0 +1,207 @@
+"""``contractsdk bulk create | status | retry`` against the emulator, and bad input."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from contractsdk import ConfigurationError, ContractClient
+from contractsdk.bulk import JournalError
+from contractsdk.cli import build_parser
+from contractsdk.sandbox import FaultRule, SandboxServer
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "tenancies.csv"
+AST = "Assured Shorthold Tenancy Agreement"
+HEADER = "reference,contract_name,contract_rentFrequency,contract_breakClause\n"
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[SandboxServer]:
+    async with SandboxServer(port=0, read_rate=None, write_rate=None) as running:
+        yield running
+
+
+def ada(server: SandboxServer) -> int:
+    return server.users[0].id
+
+
+async def cli(server: SandboxServer, *argv: str) -> int:
+    """Run one command in this event loop (the emulator keeps serving) and return its code."""
+    connection = ["--base-url", server.url, "--api-key", server.api_key]
+    args = build_parser().parse_args([*argv, *connection])
+    return await args.handler(args) or 0
+
+
+def create_args(server: SandboxServer, source: Path, journal: Path, *more: str) -> list[str]:
+    return [
+        "bulk",
+        "create",
+        str(source),
+        "--team",
+        "Acme Legal",
+        "--contract-type",
+        AST,
+        "--created-by",
+        str(ada(server)),
+        "--journal",
+        str(journal),
+        "-q",
+        *more,
+    ]
+
+
+def row_of(table: str, label: str) -> list[str]:
+    """The cells after ``label`` on the line of a printed table that starts with it."""
+    for line in table.splitlines():
+        if line.startswith(label + " "):
+            return line[len(label) :].split()
+    raise AssertionError(f"no line {label!r} in:\n{table}")
+
+
+async def names_in(server: SandboxServer, team_id: int) -> list[str]:
+    async with ContractClient(api_key=server.api_key, base_url=server.url) as client:
+        return [c.name or "" for c in await client.contracts.list(team_id)]
+
+
+async def test_the_example_creates_and_resumes(
+    server: SandboxServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The example CSV: 27 created, 3 invalid with reasons; a second run skips them all."""
+    journal = tmp_path / "job.db"
+    report = tmp_path / "report.jsonl"
+    args = create_args(server, EXAMPLE, journal, "--key-column", "reference")
+    code = await cli(server, *args, "--report", str(report))
+    assert code == 3  # some rows are invalid, none failed
+    out = capsys.readouterr().out
+    assert "'fortnight' is not an option" in out
+    lines = [json.loads(line) for line in report.read_text().splitlines()]
+    assert len(lines) == 30
+    assert sum(line["state"] == "created" for line in lines) == 27
+    names = await names_in(server, 500)
+    assert len(names) == len(set(names)) == 27
+
+    assert await cli(server, *args) == 3
+    out = capsys.readouterr().out
+    assert row_of(out, "already created") == ["27"]
+    assert row_of(out, "created") == ["0"]
+    assert len(await names_in(server, 500)) == 27
+
+    assert await cli(server, "bulk", "status", str(journal)) == 0
+    status = capsys.readouterr().out
+    assert row_of(status, "created") == ["27", "27"]
+    assert row_of(status, "invalid") == ["3", "3"]
+    assert await cli(server, "bulk", "status", str(journal), "--json") == 0
+    counts = json.loads(capsys.readouterr().out)["counts"]
+    assert counts == {"pending": 0, "sending": 0, "created": 27, "invalid": 3, "failed": 0}
+
+
+async def test_dry_run_validates_and_sends_nothing(
+    server: SandboxServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--dry-run lists invalid rows and estimates; no contract is created, no journal written."""
+    journal = tmp_path / "job.db"
+    args = create_args(server, EXAMPLE, journal, "--key-column", "reference", "--dry-run")
+    code = await cli(server, *args)
+    assert code == 3
+    out = capsys.readouterr().out
+    assert row_of(out, "would create") == ["27"]
+    assert "dry run: nothing was sent" in out
+    assert await names_in(server, 500) == []
+    assert not journal.exists()
+
+
+async def test_retry_sends_failed_rows_from_the_journal(
+    server: SandboxServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rows that failed (here: the service down) are sent by `bulk retry` without the file."""
+    source = tmp_path / "rows.csv"
+    source.write_text(HEADER + "".join(f"R{i},Flat {i},week,\n" for i in range(5)))
+    journal = tmp_path / "job.db"
+    server.set_faults([FaultRule("POST /v1/teams/*/contracts", status_503=1.0)])
+    args = create_args(server, source, journal, "--key-column", "reference", "--rounds", "0")
+    assert await cli(server, *args) == 1
+    assert "503" in capsys.readouterr().out
+    server.set_faults([])
+    source.unlink()  # the journal holds what retry needs
+    assert await cli(server, "bulk", "retry", str(journal), "-q") == 0
+    assert sorted(await names_in(server, 500)) == [f"Flat {i}" for i in range(5)]
+
+
+async def test_bad_input_lines_do_not_cost_good_rows(
+    server: SandboxServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A malformed line, a bad option and a BOM: the bad rows are reported, the rest created."""
+    source = tmp_path / "rows.csv"
+    text = (
+        "\ufeff"
+        + HEADER
+        + "R1,Flat 1,week,\n"
+        + "R2,Flat 2,week,,extra\n"  # one field too many
+        + 'R3,"Flat 3"x,week,\n'  # bad quoting
+        + "R4,Flat 4,fortnight,\n"  # not an option
+        + "R5,Flat 5,month,breakClauseNo\n"
+    )
+    source.write_text(text, encoding="utf-8")
+    report = tmp_path / "r.jsonl"
+    args = create_args(server, source, tmp_path / "j.db", "--key-column", "reference")
+    assert await cli(server, *args, "--report", str(report)) == 3
+    outcomes = {o["line"]: o for o in map(json.loads, report.read_text().splitlines())}
+    assert outcomes[2]["state"] == outcomes[6]["state"] == "created"
+    assert outcomes[3]["reasons"] == ["line 3: expected 4 fields (as in the header), found 5"]
+    assert "line 4: malformed CSV" in outcomes[4]["reasons"][0]
+    assert "'fortnight' is not an option" in outcomes[5]["reasons"][0]
+    assert sorted(await names_in(server, 500)) == ["Flat 1", "Flat 5"]
+    assert "line 3" in capsys.readouterr().out
+
+
+async def test_an_unknown_column_is_refused_with_a_suggestion(
+    server: SandboxServer, tmp_path: Path
+) -> None:
+    """A header column that is no term is refused before any row is sent, naming the closest."""
+    source = tmp_path / "rows.csv"
+    source.write_text("contract_name,contract_rentFrequncy,notes\nFlat 1,week,x\n")
+    with pytest.raises(ConfigurationError) as caught:
+        await cli(server, *create_args(server, source, tmp_path / "j.db"))
+    message = str(caught.value)
+    assert "'contract_rentFrequncy' (did you mean 'contract_rentFrequency'?)" in message
+    assert "'notes'" in message
+    assert await names_in(server, 500) == []
+    # Mapping the column, and ignoring the other, makes it work.
+    args = create_args(server, source, tmp_path / "j2.db")
+    more = ["--column", "contract_rentFrequncy=contract_rentFrequency", "--column", "notes="]
+    assert await cli(server, *args, *more) == 0
+    assert await names_in(server, 500) == ["Flat 1"]
+
+
+async def test_files_and_journals_that_cannot_be_used(
+    server: SandboxServer, tmp_path: Path
+) -> None:
+    """Empty or unreadable input, a missing journal directory, another job's journal."""
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(ConfigurationError, match="is empty"):
+        await cli(server, *create_args(server, empty, tmp_path / "a.db"))
+    with pytest.raises(ConfigurationError, match=r"cannot read .*missing\.csv"):
+        await cli(server, *create_args(server, tmp_path / "missing.csv", tmp_path / "b.db"))
+    good = tmp_path / "rows.csv"
+    good.write_text(
+        HEADER.replace("reference", "contract_name", 1).replace(",contract_name", "", 1)
+        + "Flat 1,week,\n"
+    )
+    with pytest.raises(JournalError, match=r"directory .* does not exist"):
+        await cli(server, *create_args(server, good, tmp_path / "no" / "such" / "j.db"))
+    journal = tmp_path / "j.db"
+    assert await cli(server, *create_args(server, good, journal)) == 0
+    other = create_args(server, good, journal)
+    other[other.index("Acme Legal")] = "Personal Team"
+    with pytest.raises(JournalError, match="belongs to another job") as caught:
+        await cli(server, *other)
+    assert str(caught.value).count("job ") >= 2
+    with pytest.raises(ConfigurationError, match="no journal at"):
+        await cli(server, "bulk", "status", str(tmp_path / "nothing.db"))

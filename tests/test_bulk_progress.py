@@ -1,0 +1,130 @@
+"""Progress lines, duration estimates and the CLI's progress display."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+
+from contractsdk import ConfigurationError
+from contractsdk.bulk import BulkProgress, format_progress
+from contractsdk.bulk._model import estimate_seconds
+from contractsdk.cli._bulk import Progress, parse_columns
+
+
+def progress(**changes: Any) -> BulkProgress:
+    values: dict[str, Any] = {
+        "done": 1204,
+        "total": 2000,
+        "created": 1180,
+        "skipped": 0,
+        "invalid": 3,
+        "failed": 0,
+        "deferred": 0,
+        "in_flight": 16,
+        "throttled": 1,
+        "retries": 4,
+        "elapsed": 12.2,
+    }
+    values.update(changes)
+    return BulkProgress(**values)
+
+
+def test_progress_line_shows_rate_eta_and_counts() -> None:
+    """One line: done/total, rows per second, ETA, outcomes, 429s and retries."""
+    line = format_progress(progress())
+    assert line == (
+        "1,204/2,000 rows  98.7/s  ETA 00:08  created 1,180  invalid 3  failed 0  429s 1  retries 4"
+    )
+
+
+def test_progress_line_without_a_total_or_a_rate() -> None:
+    """An iterable has no total (no ETA); nothing done yet has no rate."""
+    line = format_progress(progress(total=None, done=0, elapsed=0.0))
+    assert line.startswith("0 rows  0.0/s  ETA --:--")
+
+
+def test_progress_line_mentions_skipped_and_deferred_only_when_there_are_some() -> None:
+    """Skipped (done before) and deferred (to try again) appear when not zero."""
+    line = format_progress(progress(skipped=20, deferred=2))
+    assert "skipped 20" in line and "deferred 2" in line
+    assert "skipped" not in format_progress(progress())
+
+
+def test_eta_and_rate() -> None:
+    """The ETA is the rows left at the rate so far; long ones show hours."""
+    snapshot = progress(done=100, total=400_100, elapsed=10.0)
+    assert snapshot.rate == 10.0
+    assert snapshot.eta == 40_000.0
+    assert "ETA 11:06:40" in format_progress(snapshot)
+
+
+def test_estimate_from_the_write_rate() -> None:
+    """Duration = rows beyond the burst / rate; unknown without a rate."""
+    assert estimate_seconds(2000, 100.0) == pytest.approx(19.99)
+    assert estimate_seconds(2000, 100.0, burst=20) == pytest.approx(19.8)
+    assert estimate_seconds(0, 100.0) == 0.0
+    assert estimate_seconds(10, None) is None
+
+
+class FakeJob:
+    def __init__(self) -> None:
+        self.snapshot = progress()
+
+    def progress(self) -> BulkProgress:
+        return self.snapshot
+
+
+class Stream(io.StringIO):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+def test_progress_redraws_one_line_on_a_terminal() -> None:
+    """On a TTY each draw rewrites the line in place; messages and the end add newlines."""
+    stream = Stream(tty=True)
+    display = Progress(FakeJob(), stream)  # type: ignore[arg-type]  # duck-typed job
+    display.draw()
+    display.draw()
+    display.say("stopping")
+    display.finish()
+    text = stream.getvalue()
+    assert text.count("\r") == 3
+    assert "\x1b[K" in text
+    assert "\nstopping\n" in text
+    assert text.endswith("\n")
+
+
+def test_progress_prints_plain_lines_elsewhere() -> None:
+    """Without a TTY (logs, CI) each draw is a plain line."""
+    stream = Stream(tty=False)
+    display = Progress(FakeJob(), stream)  # type: ignore[arg-type]  # duck-typed job
+    display.draw()
+    display.finish()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 2 and "\r" not in stream.getvalue()
+
+
+def test_quiet_progress_draws_nothing() -> None:
+    """--quiet: no progress at all."""
+    stream = Stream(tty=True)
+    display = Progress(FakeJob(), stream, enabled=False)  # type: ignore[arg-type]  # duck-typed
+    display.draw()
+    display.finish()
+    assert stream.getvalue() == ""
+
+
+def test_column_flags() -> None:
+    """--column COL=TERM maps, COL= ignores, anything else is refused."""
+    assert parse_columns(["Name=contract_name", "notes=", " Ref = contract_ref "]) == {
+        "Name": "contract_name",
+        "notes": None,
+        "Ref": "contract_ref",
+    }
+    with pytest.raises(ConfigurationError, match="COLUMN=TERM"):
+        parse_columns(["oops"])
