@@ -7,6 +7,7 @@ import base64
 import json
 import logging
 import pickle
+from typing import Any
 
 import pytest
 
@@ -70,11 +71,11 @@ class TokenServer:
         return self.api(request)
 
 
-def oauth_client(server: TokenServer, **kwargs: object) -> ContractClient:
+def oauth_client(server: TokenServer, **kwargs: Any) -> ContractClient:
     credentials = ClientCredentials(client_id="cid", client_secret=SECRET)
     return ContractClient(
         rate_limits=None, credentials=credentials, transport=MockTransport(server), **kwargs
-    )  # type: ignore[arg-type]
+    )
 
 
 class TestCredentials:
