@@ -27,6 +27,8 @@ from ._exceptions import (
 )
 from ._http import NOT_GIVEN, Headers, NotGiven, Request, Response
 from ._logging import ClientStats
+from ._ratelimit import BucketState, RateLimiterState, RateLimits
+from ._retry import Retries, RetryEvent
 from ._transport import AiohttpTransport, AsyncTransport
 from .models import (
     Contract,
@@ -50,6 +52,11 @@ __all__ = [
     "ClientCredentials",
     "Environment",
     "ClientStats",
+    "RateLimits",
+    "RateLimiterState",
+    "BucketState",
+    "Retries",
+    "RetryEvent",
     # models
     "Contract",
     "ContractField",

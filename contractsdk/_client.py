@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import time
 import uuid
@@ -27,8 +28,10 @@ from contractsdk._auth import ApiKey, Auth, ClientCredentials, StaticAuth, Token
 from contractsdk._config import Environment, check_base_url, environment_from_env
 from contractsdk._converter import structure, structure_list
 from contractsdk._exceptions import ConfigurationError, error_from_response
-from contractsdk._http import Headers, Request, Response
-from contractsdk._logging import ClientStats, EventHook, Instrumentation
+from contractsdk._http import NOT_GIVEN, Headers, NotGiven, Request, Response
+from contractsdk._logging import ClientStats, EventHook, Instrumentation, logger
+from contractsdk._ratelimit import RateLimiter, RateLimiterState, RateLimits
+from contractsdk._retry import Retrier, Retries, RetryBudget, call_deadline
 from contractsdk._transport import AiohttpTransport, AsyncTransport
 from contractsdk.models import Contract, Team
 from contractsdk.resources import Contracts, ContractTypes, Teams, Templates, Terms, Users
@@ -108,6 +111,14 @@ class ContractClient:
         timeout: Seconds to wait for an answer to each attempt (None: no limit).
         connect_timeout: Seconds to wait for a connection.
         max_connections: The connection pool's size.
+        rate_limits: The read and write rates to pace requests at. By default the
+            environment's documented limits (sandbox 25/s, production 100/s each), or, for a
+            custom ``base_url``, unknown limits learnt from the server's 429s and headers.
+            ``None`` turns the limiter off.
+        retries: How failed attempts are retried (:class:`Retries`); ``None`` turns
+            retries off.
+        limiter_timeout: Fail fast with :class:`RateLimiterTimeoutError` instead of
+            waiting longer than this in the rate limiter (None: wait as needed).
         event_hooks: ``{"request" | "response" | "retry" | "throttle": [callables]}``; a
             hook may be sync or async.
         transport: Send requests through this instead of aiohttp (e.g.
@@ -131,6 +142,9 @@ class ContractClient:
         timeout: float | None = 60.0,
         connect_timeout: float | None = 10.0,
         max_connections: int = 100,
+        rate_limits: RateLimits | NotGiven | None = NOT_GIVEN,
+        retries: Retries | NotGiven | None = NOT_GIVEN,
+        limiter_timeout: float | None = None,
         event_hooks: Mapping[str, Sequence[EventHook]] | None = None,
         transport: AsyncTransport | None = None,
         user_agent: str | None = None,
@@ -171,6 +185,28 @@ class ContractClient:
             connect_timeout=connect_timeout, max_connections=max_connections
         )
         self._instrumentation = Instrumentation(event_hooks)
+        if isinstance(rate_limits, NotGiven):
+            rate_limits = RateLimits(
+                read=self.environment.read_rate, write=self.environment.write_rate
+            )
+        self._limiter = (
+            None
+            if rate_limits is None
+            else RateLimiter(rate_limits, clock=clock, wall_clock=wall_clock, sleep=sleep)
+        )
+        self._limiter_timeout = limiter_timeout
+        if isinstance(retries, NotGiven):
+            retries = Retries()
+        self._retrier = (
+            None
+            if retries is None or retries.attempts == 1
+            else Retrier(
+                retries,
+                budget=None if retries.budget is None else RetryBudget(retries.budget),
+                clock=clock,
+                sleep=sleep,
+            )
+        )
         self._auth: Auth
         if isinstance(credential, ApiKey):
             self._auth = StaticAuth(credential)
@@ -225,6 +261,22 @@ class ContractClient:
         await self._transport.aclose()
 
     @property
+    def rate_limits(self) -> RateLimiterState | None:
+        """The limiter's current state (rates, tokens, pauses, 429s seen), or None if off."""
+        return None if self._limiter is None else self._limiter.state
+
+    def set_rate_limits(self, limits: RateLimits) -> None:
+        """Change the limiter's rates at run time (waiting requests follow the new rates).
+
+        Raises:
+            ConfigurationError: The limiter is off (the client was made with
+                ``rate_limits=None``).
+        """
+        if self._limiter is None:
+            raise ConfigurationError("this client's rate limiter is off (rate_limits=None)")
+        self._limiter.set_limits(limits)
+
+    @property
     def stats(self) -> ClientStats:
         """Counters of what this client has done (requests, retries, 429s, waits)."""
         return self._instrumentation.snapshot()
@@ -268,7 +320,11 @@ class ContractClient:
         if self._closed:
             raise ConfigurationError("this client is closed; make a new one")
         request = self._build(method, path, body, accept=accept, idempotency_key=idempotency_key)
-        return await self._attempt(request)
+        if self._retrier is None:
+            return await self._attempt(request)
+        return await self._retrier.call(
+            request, self._attempt, on_retry=self._instrumentation.on_retry
+        )
 
     async def _attempt(self, request: Request) -> Response:
         token = await self._auth.token()
@@ -280,18 +336,35 @@ class ContractClient:
         return response
 
     async def _exchange(self, request: Request, token: str) -> Response:
-        """One HTTP exchange: hooks and logs around the transport, credential attached."""
+        """One HTTP exchange: limiter, hooks and logs around the transport, credential attached."""
         instrumentation = self._instrumentation
+        limiter = self._limiter
+        if limiter is not None:
+            await self._acquire(limiter, request)
         await instrumentation.on_request(request)
         sent = attrs.evolve(
             request, headers=request.headers.merged({"Authorization": f"Bearer {token}"})
         )
         started = self._clock()
         response = await self._transport.handle_async_request(sent)
+        if limiter is not None:  # in the task that acquired: the limiter relies on it
+            limiter.record(request.method, response.status_code, response.headers)
         # Hooks and errors see the request without its credential.
         response = attrs.evolve(response, request=request)
         await instrumentation.on_response(response, self._clock() - started)
         return response
+
+    async def _acquire(self, limiter: RateLimiter, request: Request) -> None:
+        timeout = self._limiter_timeout
+        deadline = call_deadline()
+        if deadline is not None:  # never queue past the call's own deadline
+            left = max(0.0, deadline - self._clock())
+            timeout = left if timeout is None else min(timeout, left)
+        waited = await limiter.acquire(request.method, timeout=timeout)
+        if waited:
+            self._instrumentation.limiter_wait += waited
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug("waited %.3f s for the rate limiter: %s", waited, request.path)
 
     async def _send_token_request(self, request: Request) -> Response:
         """Send an OAuth token request: hooks and logs see it without its body (the secret)."""

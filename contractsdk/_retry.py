@@ -11,6 +11,8 @@ The decision matrix (DESIGN.md §5), applied by the pure :func:`should_retry`::
                                               qualifies unless it has none)
     any other status (400, 401, 403, 404,     never: the same request would fail the same way
       409, 422, ...)
+    AuthenticationError, TokenRequestError    never (as azure-core): a token endpoint that
+                                              fails, whatever its status, is not retried
     TermValidationError, ConfigurationError,  never: nothing was sent, or retrying cannot help
       RateLimiterTimeoutError,
       ResponseValidationError
@@ -57,6 +59,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from ._exceptions import (
     APIError,
+    AuthenticationError,
     ConfigurationError,
     ConnectError,
     ConnectTimeoutError,
@@ -203,6 +206,8 @@ def should_retry(error: BaseException, *, request: Request) -> bool:
         return True
     if isinstance(error, ReadTimeoutError | ReadError | TransportError):
         return request.is_idempotent
+    if isinstance(error, AuthenticationError):
+        return False
     if isinstance(error, APIError):
         if error.status_code in RETRY_ALWAYS_STATUSES:
             return True

@@ -34,5 +34,7 @@ def transport(service: FakeService) -> MockTransport:
 
 @pytest.fixture
 async def client(transport: MockTransport) -> AsyncIterator[ContractClient]:
-    async with ContractClient(api_key=API_KEY, environment="sandbox", transport=transport) as c:
+    async with ContractClient(
+        rate_limits=None, api_key=API_KEY, environment="sandbox", transport=transport
+    ) as c:
         yield c

@@ -7,6 +7,7 @@ import base64
 import json
 import logging
 import pickle
+from typing import Any
 
 import pytest
 
@@ -70,9 +71,11 @@ class TokenServer:
         return self.api(request)
 
 
-def oauth_client(server: TokenServer, **kwargs: object) -> ContractClient:
+def oauth_client(server: TokenServer, **kwargs: Any) -> ContractClient:
     credentials = ClientCredentials(client_id="cid", client_secret=SECRET)
-    return ContractClient(credentials=credentials, transport=MockTransport(server), **kwargs)  # type: ignore[arg-type]
+    return ContractClient(
+        rate_limits=None, credentials=credentials, transport=MockTransport(server), **kwargs
+    )
 
 
 class TestCredentials:
@@ -83,7 +86,7 @@ class TestCredentials:
 
     async def test_client_repr_hides_key(self) -> None:
         """The client's repr names the environment, not the key."""
-        async with ContractClient(api_key=API_KEY) as client:
+        async with ContractClient(rate_limits=None, api_key=API_KEY) as client:
             assert API_KEY not in repr(client) and "sandbox" in repr(client)
 
     @pytest.mark.parametrize("value", ["", "   ", "a\nb"])
@@ -98,14 +101,20 @@ class TestCredentials:
     def test_key_for_another_environment_is_refused(self, bound: str, environment: str) -> None:
         """A key said to be for one environment is refused by a client for the other."""
         with pytest.raises(ConfigurationError, match=f"belongs to the {bound} environment"):
-            ContractClient(api_key=ApiKey(API_KEY, environment=bound), environment=environment)
+            ContractClient(
+                rate_limits=None,
+                api_key=ApiKey(API_KEY, environment=bound),
+                environment=environment,
+            )
 
     def test_jwt_audience_binds_the_key(self) -> None:
         """A JWT whose audience is the sandbox is refused by a production client."""
         key = jwt({"aud": ["https://sandbox.legislate.tech"], "sub": "x"})
         with pytest.raises(ConfigurationError, match="sandbox environment"):
-            ContractClient(api_key=key, environment="production")
-        ContractClient(api_key=key, environment="sandbox")  # and accepted where it belongs
+            ContractClient(rate_limits=None, api_key=key, environment="production")
+        ContractClient(
+            rate_limits=None, api_key=key, environment="sandbox"
+        )  # and accepted where it belongs
 
     def test_client_credentials_bound_to_environment(self) -> None:
         """Client credentials said to be for production are refused by a sandbox client."""
@@ -113,18 +122,22 @@ class TestCredentials:
             client_id="cid", client_secret=SECRET, environment="production"
         )
         with pytest.raises(ConfigurationError, match="production environment"):
-            ContractClient(credentials=credentials, environment="sandbox")
+            ContractClient(rate_limits=None, credentials=credentials, environment="sandbox")
 
     def test_error_message_never_holds_the_key(self) -> None:
         """The wrong-environment error names environments, not the key."""
         with pytest.raises(ConfigurationError) as caught:
-            ContractClient(api_key=ApiKey(API_KEY, environment="sandbox"), environment="production")
+            ContractClient(
+                rate_limits=None,
+                api_key=ApiKey(API_KEY, environment="sandbox"),
+                environment="production",
+            )
         assert API_KEY not in str(caught.value) and API_KEY not in repr(caught.value)
 
     def test_both_api_key_and_credentials_is_ambiguous(self) -> None:
         """Giving both credential arguments is refused."""
         with pytest.raises(ConfigurationError, match="either"):
-            ContractClient(api_key=API_KEY, credentials=ApiKey(API_KEY))
+            ContractClient(rate_limits=None, api_key=API_KEY, credentials=ApiKey(API_KEY))
 
 
 class TestTokenCache:
@@ -153,7 +166,9 @@ class TestTokenCache:
             audience="urn:contracts",
         )
         transport = MockTransport(server)
-        async with ContractClient(credentials=credentials, transport=transport) as client:
+        async with ContractClient(
+            rate_limits=None, credentials=credentials, transport=transport
+        ) as client:
             await client.users.get(7)
         assert transport.requests[0].url == "https://login.example.com/oauth/token"
         assert server.token_bodies[0]["audience"] == "urn:contracts"
@@ -198,7 +213,9 @@ class TestTokenCache:
         server.reject_all = True
         transport = MockTransport(server)
         credentials = ClientCredentials(client_id="cid", client_secret=SECRET)
-        async with ContractClient(credentials=credentials, transport=transport) as client:
+        async with ContractClient(
+            rate_limits=None, credentials=credentials, transport=transport
+        ) as client:
             with pytest.raises(AuthenticationError) as caught:
                 await client.users.get(7)
         assert caught.value.status_code == 401
@@ -208,7 +225,7 @@ class TestTokenCache:
     async def test_api_key_401_is_not_replayed(self, service: FakeService) -> None:
         """A static key refused with 401 raises at once: replaying it cannot help."""
         transport = MockTransport(lambda r: Response(status_code=401))
-        async with ContractClient(api_key=API_KEY, transport=transport) as client:
+        async with ContractClient(rate_limits=None, api_key=API_KEY, transport=transport) as client:
             with pytest.raises(AuthenticationError):
                 await client.users.get(7)
         assert len(transport.requests) == 1
@@ -282,7 +299,9 @@ class TestTokenEndpointFailures:
         """A failing token endpoint gives TokenRequestError with the reason and no secret."""
         transport = MockTransport(lambda request: response)
         credentials = ClientCredentials(client_id="cid", client_secret=SECRET)
-        async with ContractClient(credentials=credentials, transport=transport) as client:
+        async with ContractClient(
+            rate_limits=None, credentials=credentials, transport=transport
+        ) as client:
             with pytest.raises(AuthenticationError) as caught:
                 await client.users.get(7)
         error = caught.value
@@ -303,7 +322,9 @@ class TestTokenEndpointFailures:
             return await server(request)
 
         credentials = ClientCredentials(client_id="cid", client_secret=SECRET)
-        async with ContractClient(credentials=credentials, transport=MockTransport(handler)) as c:
+        async with ContractClient(
+            rate_limits=None, credentials=credentials, transport=MockTransport(handler)
+        ) as c:
             with pytest.raises(TokenRequestError):
                 await c.users.get(7)
             answers.clear()
@@ -318,7 +339,9 @@ async def test_debug_logs_hold_no_secret(caplog: pytest.LogCaptureFixture) -> No
         await client.users.get(7)
         server.valid.clear()
         await client.users.get(7)
-    async with ContractClient(api_key=API_KEY, transport=MockTransport(FakeService())) as client:
+    async with ContractClient(
+        rate_limits=None, api_key=API_KEY, transport=MockTransport(FakeService())
+    ) as client:
         await client.users.get(7)
     text = "\n".join(f"{r.getMessage()} {r.args}" for r in caplog.records)
     assert "→ GET /v1/users/7" in text  # the logs do say something

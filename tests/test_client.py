@@ -143,7 +143,9 @@ async def test_contract_id_from_location_header() -> None:
             return json_response(201, None, headers={"Location": "https://x/v1/contracts/42"})
         return service(request)
 
-    async with ContractClient(api_key=API_KEY, transport=MockTransport(handler)) as client:
+    async with ContractClient(
+        rate_limits=None, api_key=API_KEY, transport=MockTransport(handler)
+    ) as client:
         contract = await client.contracts.create(
             70, template_id=149, created_by=7, values={"contract_name": "x"}
         )
@@ -159,7 +161,9 @@ async def test_create_answer_without_id_is_a_validation_error() -> None:
             return json_response(201, {"rel": "self"})
         return service(request)
 
-    async with ContractClient(api_key=API_KEY, transport=MockTransport(handler)) as client:
+    async with ContractClient(
+        rate_limits=None, api_key=API_KEY, transport=MockTransport(handler)
+    ) as client:
         with pytest.raises(ResponseValidationError, match="names no contract"):
             await client.contracts.create(70, template_id=149, created_by=7, values={})
 
@@ -225,7 +229,7 @@ async def test_requests_carry_the_bearer_key(
 
 async def test_closed_client_refuses_calls(transport: MockTransport) -> None:
     """A closed client raises instead of reopening connections."""
-    client = ContractClient(api_key=API_KEY, transport=transport)
+    client = ContractClient(rate_limits=None, api_key=API_KEY, transport=transport)
     async with client:
         pass
     assert transport.closed
@@ -236,7 +240,9 @@ async def test_closed_client_refuses_calls(transport: MockTransport) -> None:
 async def test_personal_team_falls_back_to_oldest(service: FakeService) -> None:
     """When no team is called "Personal Team", the oldest team is the personal one."""
     service.teams[service.PERSONAL_TEAM]["name"] = "Renamed"
-    async with ContractClient(api_key=API_KEY, transport=MockTransport(service)) as client:
+    async with ContractClient(
+        rate_limits=None, api_key=API_KEY, transport=MockTransport(service)
+    ) as client:
         team = await client.personal_team(7)
     assert team.id == service.OTHER_TEAM  # created 2022-06-12, before the renamed one
 
@@ -272,7 +278,7 @@ async def test_event_hooks_see_requests_without_credentials(transport: MockTrans
 def test_unknown_event_hook_is_refused() -> None:
     """A misspelt event name is a configuration error."""
     with pytest.raises(ConfigurationError, match="unknown event hook"):
-        ContractClient(api_key=API_KEY, event_hooks={"requests": []})
+        ContractClient(rate_limits=None, api_key=API_KEY, event_hooks={"requests": []})
 
 
 async def test_contract_model_reads_listed_contracts(

@@ -568,3 +568,11 @@ async def test_wiring_with_the_limiter() -> None:
     assert limiter.state.write.throttles == 1
     assert sent[0] == start
     assert all(when >= start + 2 for when in sent[1:])  # everyone waited out the pause
+
+
+def test_token_request_errors_are_never_retried() -> None:
+    """A failing token endpoint is not retried, even when it answered 503."""
+    from contractsdk import TokenRequestError
+
+    error = TokenRequestError("the token endpoint answered 503", status_code=503)
+    assert not should_retry(error, request=Request(method="GET", url="https://h/v1/x"))

@@ -202,8 +202,11 @@ async def run_demo(args: argparse.Namespace) -> int:
 
         _step(8, "List the team's contracts")
         contracts = await client.contracts.list(team.id)
-        rows = [(c.id, c.name, c.created_date, len(c.fields)) for c in contracts]
-        print_table(["id", "name", "created", "fields"], rows, indent="   ")
+        print_table(
+            ["id", "name", "created", "fields"],
+            [(c.id, c.name, c.created_date, len(c.fields)) for c in contracts],
+            indent="   ",
+        )
         stats = client.stats
         print(
             f"\nDone: {stats.requests} requests, {stats.throttled} throttled, "
