@@ -48,6 +48,8 @@ class FaultyService:
         status_503: Probability of a 503 without processing.
         seed: The RNG seed.
         delay: Seconds each create takes (lets a test see requests in flight).
+        honour_keys: Replay the first answer for a repeated Idempotency-Key (as the
+            emulator does; the real service documents no such thing).
     """
 
     def __init__(
@@ -58,6 +60,7 @@ class FaultyService:
         status_503: float = 0.0,
         seed: int = 0,
         delay: float = 0.0,
+        honour_keys: bool = False,
     ) -> None:
         self.service = FakeService(terms=SMALL_TERMS)
         self.lost = lost
@@ -65,6 +68,8 @@ class FaultyService:
         self.status_503 = status_503
         self.rng = random.Random(seed)
         self.delay = delay
+        self.honour_keys = honour_keys
+        self.answers: dict[str, Response] = {}
         self.posts: list[Request] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -100,7 +105,12 @@ class FaultyService:
             if draw < self.reset:
                 raise ReadError("connection reset", method="POST", url=request.path)
             draw -= self.reset
+            key = request.headers.get("idempotency-key")
+            if self.honour_keys and key in self.answers:
+                return self.answers[key]
             response = self.service(request)
+            if self.honour_keys and key is not None:
+                self.answers[key] = response
             if draw < self.lost:
                 raise ReadError("answer lost", method="POST", url=request.path)
             return response
@@ -108,6 +118,14 @@ class FaultyService:
             self.in_flight -= 1
 
 
-def client_for(handler: Any) -> ContractClient:
-    """A client whose transport is a MockTransport over ``handler``."""
-    return ContractClient(api_key=API_KEY, environment="sandbox", transport=MockTransport(handler))
+def client_for(handler: Any, **options: Any) -> ContractClient:
+    """A client over ``handler`` with no limiter and no retries, unless ``options`` say.
+
+    Without the client's own retries every failure reaches the job, which is what most
+    tests look at; the tests of the interplay pass ``retries=``.
+    """
+    options.setdefault("rate_limits", None)
+    options.setdefault("retries", None)
+    return ContractClient(
+        api_key=API_KEY, environment="sandbox", transport=MockTransport(handler), **options
+    )

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from contractsdk import ConfigurationError, Request, Response
+from contractsdk import ConfigurationError, Request, Response, Retries
 from contractsdk.bulk import BulkJob, JournalError, RowOutcome
 from contractsdk.bulk._journal import Journal
 from contractsdk.bulk._records import PreparedRow
@@ -149,6 +149,39 @@ async def test_lost_answers_are_reconciled_not_created_again(tmp_path: Path) -> 
     for outcome in reconciled:
         assert sent.count(outcome.name or "") == 1  # found, not re-created
         assert outcome.contract_id in service.contracts
+
+
+async def test_client_retries_with_a_service_that_honours_keys(tmp_path: Path) -> None:
+    """With the client's retries on, a lost answer is replayed under the row's key: no twin."""
+    service = FaultyService(lost=0.3, seed=3, honour_keys=True)
+    fast = Retries(attempts=3, wait_initial=0.0, wait_max=0.0)
+    async with client_for(service, retries=fast) as client:
+        job = job_for(client, list(rows(60)), journal=tmp_path / "j.db", concurrency=6)
+        outcomes = await collect(job)
+    assert by_state(outcomes) == {"created": 60}
+    assert len(service.names()) == len(set(service.names())) == 60
+    keys = [request.headers["idempotency-key"] for request in service.posts]
+    assert len(set(keys)) == 60  # one stable key per row, reused by every attempt
+
+
+async def test_strict_mode_needs_no_idempotent_service(tmp_path: Path) -> None:
+    """Service ignoring keys: client retries may twin a lost create; retries=None never does.
+
+    This is why docs/bulk.md recommends ``ContractClient(retries=None)`` for a bulk job
+    against a service whose Idempotency-Key support is not known: the job's own rounds
+    retry, and only after a listing has shown the contract does not exist.
+    """
+    fast = Retries(attempts=3, wait_initial=0.0, wait_max=0.0)
+    blind = FaultyService(lost=0.3, seed=3, honour_keys=False)
+    async with client_for(blind, retries=fast) as client:
+        await collect(job_for(client, list(rows(60)), journal=tmp_path / "a.db"))
+    assert len(blind.names()) > len(set(blind.names()))  # the hazard is real
+
+    strict = FaultyService(lost=0.3, seed=3, honour_keys=False)
+    async with client_for(strict, retries=None) as client:
+        outcomes = await collect(job_for(client, list(rows(60)), journal=tmp_path / "b.db"))
+    assert by_state(outcomes) == {"created": 60}
+    assert len(strict.names()) == len(set(strict.names())) == 60
 
 
 async def test_unknown_outcome_not_found_is_sent_again(tmp_path: Path) -> None:

@@ -21,7 +21,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from contractsdk._client import ContractClient
 from contractsdk._exceptions import ConfigurationError
+from contractsdk._ratelimit import RateLimits
 from contractsdk.bulk import (
     BulkJob,
     BulkSummary,
@@ -282,9 +284,22 @@ async def _make_job(args: argparse.Namespace, client: Any) -> BulkJob:
     )
 
 
+def _client(args: argparse.Namespace) -> ContractClient:
+    """Build a bulk command's client: ``--strict`` (no retries), ``--write-rate`` (its pace)."""
+    options: dict[str, Any] = {}
+    if args.strict:
+        options["retries"] = None
+    client = make_client(args, **options)
+    if args.write_rate is not None:
+        state = client.rate_limits
+        read = state.limits.read if state is not None else None
+        client.set_rate_limits(RateLimits(read=read, write=args.write_rate))
+    return client
+
+
 async def bulk_create(args: argparse.Namespace) -> int:
     """Contractsdk bulk create FILE --team T --contract-type C --created-by USER."""
-    async with make_client(args) as client:
+    async with _client(args) as client:
         job = await _make_job(args, client)
         if args.dry_run:
             return await _dry_run(args, job)
@@ -336,7 +351,7 @@ async def _dry_run(args: argparse.Namespace, job: BulkJob) -> int:
 
 async def bulk_retry(args: argparse.Namespace) -> int:
     """Contractsdk bulk retry JOURNAL: send again the rows that are not done."""
-    async with make_client(args) as client:
+    async with _client(args) as client:
         job = await BulkJob.from_journal(
             client, args.journal, concurrency=args.concurrency, rounds=args.rounds
         )
@@ -433,6 +448,19 @@ def add_commands(
         )
         parser.add_argument("--report", metavar="FILE", help="write one JSON line per row")
         parser.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+        parser.add_argument(
+            "--write-rate",
+            type=float,
+            metavar="PER_SECOND",
+            help="the service's write limit, if not the environment's documented one",
+        )
+        parser.add_argument(
+            "--strict",
+            action="store_true",
+            help="never let the client retry a create whose outcome is unknown: the job "
+            "retries only after listing the team (for a service that may ignore "
+            "Idempotency-Key)",
+        )
 
     create = actions.add_parser(
         "create",

@@ -18,8 +18,13 @@ from contractsdk.models import Contract, Team
 __all__ = ["add_commands", "make_client"]
 
 
-def make_client(args: argparse.Namespace) -> ContractClient:
-    """Build a client from the connection flags, the CONTRACTSDK_* variables filling gaps."""
+def make_client(args: argparse.Namespace, **options: Any) -> ContractClient:
+    """Build a client from the connection flags, the CONTRACTSDK_* variables filling gaps.
+
+    Args:
+        args: The parsed command line.
+        options: More :class:`ContractClient` options (e.g. ``retries=None``).
+    """
     client_id = getattr(args, "client_id", None)
     client_secret = getattr(args, "client_secret", None)
     credentials = None
@@ -32,6 +37,7 @@ def make_client(args: argparse.Namespace) -> ContractClient:
         credentials=credentials,
         environment=getattr(args, "environment", None),
         base_url=getattr(args, "base_url", None),
+        **options,
     )
 
 
