@@ -92,13 +92,16 @@ async def check_accounted(
 async def test_faults_every_row_accounted_for(tmp_path: Path) -> None:
     """5xx, resets, lost answers and 429s: one state per row, no duplicate, counts agree."""
     faults = [FaultRule(CREATE, status_500=0.03, status_503=0.03, reset=0.03, lost=0.05)]
+    # No rate-limit headers: the client learns the limit from 429s alone.
     async with SandboxServer(
-        port=0, write_rate=60, burst=10, read_rate=None, faults=faults
+        port=0, write_rate=60, burst=10, read_rate=None, rate_headers=False, faults=faults
     ) as server:
         team_id, template_id, user_id = team_and_template(server)
         rows = source_rows(300, invalid_every=50)
         journal = tmp_path / "job.db"
-        limits = RateLimits(read=None, write=60, burst=10)
+        # The client believes in 100 writes/s; the service allows 60: it meets 429s and
+        # learns the real limit (and the job must not lose or repeat a row meanwhile).
+        limits = RateLimits(read=None, write=100, burst=10)
         async with ContractClient(
             api_key=server.api_key, base_url=server.url, rate_limits=limits
         ) as client:
@@ -123,8 +126,11 @@ async def test_faults_every_row_accounted_for(tmp_path: Path) -> None:
         assert counts["created"] == 294  # every valid row: the faults are all survivable
         summary = job.summary
         assert summary is not None and summary.created == counts["created"]
-        faults_seen = server.counters()["faults"]
+        counters = server.counters()
+        faults_seen = counters["faults"]
         assert isinstance(faults_seen, dict) and faults_seen.get("lost", 0) > 0
+        assert summary.throttled > 0
+        assert counters["rate_limited"] == summary.throttled
 
 
 class WithoutIdempotencyKeys:

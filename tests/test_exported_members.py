@@ -13,6 +13,7 @@ PUBLIC_MODULES = [
     "contractsdk.testing",
     "contractsdk.validation",
     "contractsdk.resources",
+    "contractsdk.bulk",
 ]
 
 

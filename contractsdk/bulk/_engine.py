@@ -28,8 +28,9 @@ from collections.abc import (
     Mapping,
 )
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
+from contractsdk import __version__
 from contractsdk._exceptions import ConfigurationError, ContractSDKError
 from contractsdk._logging import ClientStats
 from contractsdk.bulk._journal import JournalError
@@ -53,7 +54,6 @@ if TYPE_CHECKING:
 
 __all__ = ["BulkJob"]
 
-_SDK_VERSION: Final = "0.1.0"
 _OUTCOME_QUEUE = 256
 
 
@@ -406,7 +406,7 @@ class BulkJob:
         self._consumer_gone = False
         coordinator: asyncio.Task[None] | None = None
         try:
-            await journal.call(lambda j: j.claim(self.job_id, self.identity, _SDK_VERSION))
+            await journal.call(lambda j: j.claim(self.job_id, self.identity, __version__))
             path = self._source.path
             source = str(path.resolve()) if mode == "create" and path is not None else None
             run_number = await journal.call(
