@@ -302,7 +302,7 @@ class BulkJob:
         """Return a snapshot of the running (or last) run, for a progress display."""
         stats = self._client.stats
         return BulkProgress(
-            done=sum(self._counts.values()),
+            done=sum(self._counts.values()) - self._counts["pending"],
             total=self._total,
             created=self._counts["created"],
             skipped=self._counts["skipped"],
@@ -389,14 +389,13 @@ class BulkJob:
             raise ConfigurationError("a BulkJob runs once; make a new one to run again")
         self._started = True
         self._reset_counters()
+        path = None if dry_run else self._journal_path
+        fresh = path is not None and not await asyncio.to_thread(path.exists)
         try:
             if mode == "create":
                 await self._source.open()
                 self._total = await self._source.count()
-            journal = await AsyncJournal.open(
-                None if dry_run else self._journal_path,
-                copy_of=self._journal_path if dry_run else None,
-            )
+            journal = await AsyncJournal.open(path, copy_of=self._journal_path if dry_run else None)
         except BaseException:
             await self._source.aclose()
             raise
@@ -407,8 +406,8 @@ class BulkJob:
         coordinator: asyncio.Task[None] | None = None
         try:
             await journal.call(lambda j: j.claim(self.job_id, self.identity, __version__))
-            path = self._source.path
-            source = str(path.resolve()) if mode == "create" and path is not None else None
+            read = self._source.path
+            source = str(read.resolve()) if mode == "create" and read is not None else None
             run_number = await journal.call(
                 lambda j: j.begin_run(f"{mode}{' (dry run)' if dry_run else ''}", source)
             )
@@ -441,7 +440,16 @@ class BulkJob:
                     await journal.call(lambda j: j.finish_run(run_number, outcome_text))
             self.summary = self._summary(run_number, dry_run)
             await self._source.aclose()
+            # A new journal whose first run failed before any row was recorded (a header
+            # refused, a team not found) is removed, so that fixing the options is not
+            # then refused as "another job".
+            empty = False
+            if fresh and outcome_text != "done":
+                with contextlib.suppress(JournalError):
+                    empty = await journal.call(lambda j: j.row_count() == 0)
             await journal.aclose()
+            if empty and path is not None:
+                await asyncio.to_thread(_remove_journal, path)
 
     def _summary(self, run_number: int, dry_run: bool) -> BulkSummary:
         stats = self._client.stats
@@ -464,6 +472,12 @@ class BulkJob:
             stopped=self._stopping,
             dry_run=dry_run,
         )
+
+
+def _remove_journal(path: Path) -> None:
+    for name in (path, *(path.with_name(path.name + end) for end in ("-wal", "-shm", ".lock"))):
+        with contextlib.suppress(FileNotFoundError):
+            name.unlink()
 
 
 async def _drain(task: asyncio.Task[None], out: asyncio.Queue[Any], *, timeout: float) -> None:

@@ -670,6 +670,11 @@ class Journal:
         found = dict(self.db.execute(query + " GROUP BY state", parameters).fetchall())
         return {state: int(found.get(state, 0)) for state in STATES}
 
+    def row_count(self) -> int:
+        """Return how many rows the journal holds."""
+        found = self.db.execute("SELECT count(*) FROM rows").fetchone()
+        return int(found[0])
+
     def records(
         self, states: Sequence[RowState], *, after: str = "", limit: int = 100
     ) -> list[JournalRecord]:

@@ -188,13 +188,21 @@ async def _drive(job: BulkJob, args: argparse.Namespace, *, retry: bool) -> int:
             drawer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await drawer
-            progress.finish()
+            if job.summary is not None and job.summary.rows:
+                progress.finish()
     summary = job.summary
     assert summary is not None
     _show_summary(args, summary, listed)
     if interrupts["interrupted"]:
         return 130
     return _exit_code(summary)
+
+
+def _print_pairs(rows: list[tuple[str, object]]) -> None:
+    """Print ``label  value`` lines, the values aligned (a table without a header)."""
+    width = max(len(label) for label, _value in rows)
+    for label, value in rows:
+        print(f"{label.ljust(width)}  {value}")
 
 
 def _exit_code(summary: BulkSummary) -> int:
@@ -225,7 +233,7 @@ def _show_summary(args: argparse.Namespace, summary: BulkSummary, listed: list[R
             [(_where(o), o.state, o.name, _problem(o)) for o in listed],
         )
         print()
-    rows = [
+    rows: list[tuple[str, object]] = [
         ("job", summary.job_id),
         ("run", summary.run),
         ("rows", summary.rows),
@@ -244,7 +252,7 @@ def _show_summary(args: argparse.Namespace, summary: BulkSummary, listed: list[R
         ("retries", summary.retries),
         ("seconds", f"{summary.elapsed:.1f}"),
     ]
-    print_table(["", ""], rows)
+    _print_pairs(rows)
 
 
 async def _make_job(args: argparse.Namespace, client: Any) -> BulkJob:
@@ -331,10 +339,9 @@ async def _dry_run(args: argparse.Namespace, job: BulkJob) -> int:
         estimate = "unknown (no write rate known)"
     else:
         estimate = (
-            f"{plan.estimated_seconds:,.0f} s at {plan.write_rate:g} writes/s ({plan.rate_source})"
+            f"{plan.estimated_seconds:,.1f} s at {plan.write_rate:g} writes/s ({plan.rate_source})"
         )
-    print_table(
-        ["", ""],
+    _print_pairs(
         [
             ("job", plan.job_id),
             ("rows", plan.rows),
@@ -401,7 +408,10 @@ async def bulk_status(args: argparse.Namespace) -> int:
     )
     if status.unfinished:
         print()
-        print("not created yet (run `contractsdk bulk retry` to send them again):")
+        print(
+            "not created yet (`bulk create` again with the same options continues the job; "
+            "`bulk retry` sends just these):"
+        )
         print_table(
             ["row", "state", "name", "attempts", "last error"],
             [(r.row, r.state, r.name, r.attempts, r.error) for r in status.unfinished],
