@@ -522,3 +522,24 @@ async def test_report_json_round_trips() -> None:
     """An outcome's JSON form is plain JSON (lists, not tuples)."""
     outcome = RowOutcome(row=1, line=2, key="ref:A", state="invalid", reasons=("x",))
     assert json.loads(json.dumps(outcome.to_json()))["reasons"] == ["x"]
+
+
+async def test_an_unexpected_error_stops_the_job_and_is_raised(tmp_path: Path) -> None:
+    """A bug below the job (here, in the transport) is recorded on its row, then raised."""
+    service = FaultyService()
+
+    def boom(request: Request) -> Response | None:
+        raise RuntimeError("boom")
+
+    service.before_create = boom
+    path = tmp_path / "job.db"
+    async with client_for(service) as client:
+        job = job_for(client, list(rows(50)), journal=path, concurrency=2)
+        with pytest.raises(RuntimeError, match="boom"):
+            await collect(job)
+    assert len(service.posts) <= 2 + 2  # the first failures, and requests already started
+    journal = Journal.connect(path, readonly=True)
+    failed = journal.records(("failed",))
+    assert failed and all(r.error == "RuntimeError: boom" for r in failed)
+    assert journal.counts()["sending"] == 0
+    assert journal.runs()[-1]["outcome"] == "error: boom"

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contractsdk import __version__
-from contractsdk._exceptions import ConfigurationError, ContractSDKError
+from contractsdk._exceptions import ConfigurationError
 from contractsdk._logging import ClientStats
 from contractsdk.bulk._journal import JournalError
 from contractsdk.bulk._model import (
@@ -278,6 +278,12 @@ class BulkJob:
         self._stopping = True
         self._stopped.set()
 
+    def _fail(self, error: Exception) -> None:
+        """Stop the job because of ``error``; :meth:`run` raises it once drained."""
+        if self._fatal is None:
+            self._fatal = error
+        self.stop()
+
     async def _pause(self, seconds: float) -> None:
         """Sleep, unless or until :meth:`stop` is called."""
         if seconds > 0 and not self._stopping:
@@ -296,7 +302,7 @@ class BulkJob:
         self._clock_start = time.monotonic()
         self._stats_start: ClientStats = self._client.stats
         self._last_unknown: float | None = None
-        self._fatal: ContractSDKError | None = None
+        self._fatal: Exception | None = None
 
     def progress(self) -> BulkProgress:
         """Return a snapshot of the running (or last) run, for a progress display."""

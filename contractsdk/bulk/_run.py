@@ -315,6 +315,8 @@ class Run:
                     return
                 if not self.job._stopping:
                     await self._send_row(record)
+            except Exception as exc:  # the journal cannot be written, or a bug: stop the job
+                self.job._fail(exc)
             finally:
                 self.send.task_done()
 
@@ -381,9 +383,8 @@ class Run:
             job._deferred += 1
         else:
             await self._final_failure(key, message, extra, retryable=kind == "retry")
-            if kind == "fatal" and job._fatal is None:
-                job._fatal = error
-                job.stop()
+            if kind == "fatal":
+                job._fail(error)
 
     # -- after the input -------------------------------------------------------------------
 
