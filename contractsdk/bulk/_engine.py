@@ -197,6 +197,7 @@ class BulkJob:
         self.summary: BulkSummary | None = None
         """The totals of the last run, set when it ends (also after a stop or an error)."""
         self._started = False
+        self._fatal: Exception | None = None
         self._stopping = False
         self._stopped = asyncio.Event()
         self._reset_counters()
@@ -302,7 +303,7 @@ class BulkJob:
         self._clock_start = time.monotonic()
         self._stats_start: ClientStats = self._client.stats
         self._last_unknown: float | None = None
-        self._fatal: Exception | None = None
+        self._fatal = None
 
     def progress(self) -> BulkProgress:
         """Return a snapshot of the running (or last) run, for a progress display."""
