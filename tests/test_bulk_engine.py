@@ -543,3 +543,49 @@ async def test_an_unexpected_error_stops_the_job_and_is_raised(tmp_path: Path) -
     assert failed and all(r.error == "RuntimeError: boom" for r in failed)
     assert journal.counts()["sending"] == 0
     assert journal.runs()[-1]["outcome"] == "error: boom"
+
+
+async def test_plan_then_run_a_file_but_not_an_iterator(tmp_path: Path) -> None:
+    """A file can be planned then run by one job; an iterator is read once, and says so."""
+    source = tmp_path / "rows.csv"
+    source.write_text("contract_name,contract_rentFrequency\nFlat 1,week\nFlat 2,week\n")
+    service = FaultyService()
+    async with client_for(service) as client:
+        job = job_for(client, source, journal=tmp_path / "j.db")
+        plan = await job.plan()
+        assert (plan.to_send, len(service.posts)) == (2, 0)
+        assert by_state(await collect(job)) == {"created": 2}
+        once = job_for(client, iter(list(rows(2))))
+        await once.plan()
+        with pytest.raises(ConfigurationError, match="read once"):
+            await collect(once)
+
+
+async def test_plan_counts_unknown_outcomes_it_would_reconcile(tmp_path: Path) -> None:
+    """Rows left 'sending' are counted as unknown; the dry run reconciles them on a copy."""
+    path = tmp_path / "job.db"
+    service = FaultyService()
+    source = list(rows(2))
+    async with client_for(service) as client:
+        probe = job_for(client, source, journal=path)
+        journal = Journal.connect(path)
+        journal.claim(probe.job_id, probe.identity, "0.1.0")
+        run = journal.begin_run("create", None)
+        key = "sha:" + _digest_of(source[0])
+        prepared = PreparedRow(
+            number=1,
+            line=None,
+            key=key,
+            key_label="the row",
+            digest=key[4:],
+            name="Flat 0",
+            team_id=TEAM,
+            template_id=TEMPLATE,
+            values=source[0],
+        )
+        journal.register(run, [prepared])
+        journal.mark_sending(key)
+        journal.close()
+        plan = await job_for(client, source, journal=path).plan()
+    assert (plan.unknown, plan.to_send) == (1, 2)  # not found by the listing: would resend
+    assert Journal.connect(path, readonly=True).counts()["sending"] == 1  # unchanged

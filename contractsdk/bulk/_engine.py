@@ -46,6 +46,7 @@ from contractsdk.bulk._reconcile import NAME_TERM
 from contractsdk.bulk._records import ListingResult
 from contractsdk.bulk._rows import ColumnMap, job_id, job_identity
 from contractsdk.bulk._run import End, Run
+from contractsdk.bulk._status import read_status
 from contractsdk.bulk._writer import AsyncJournal
 from contractsdk.resources._base import path_id
 
@@ -362,13 +363,19 @@ class BulkJob:
 
         The job's targets and terms are read (and, when the journal has rows of unknown
         outcome, the team's contracts are listed); the journal is worked on in a
-        temporary copy, so the real one is not changed.
+        temporary copy, so the real one is not changed. A job reading a file may
+        :meth:`run` after its plan; one reading an iterable cannot (it is read once).
 
         Args:
             write_rate: The write rate to assume (requests per second); by default the
                 client's configured limit, else its environment's documented one.
             on_outcome: Called with each row's outcome (``pending``: would be sent).
         """
+        unknown = 0
+        journal = self._journal_path
+        if journal is not None and await asyncio.to_thread(journal.exists):
+            with contextlib.suppress(JournalError):  # not a journal yet: the run says why
+                unknown = (await read_status(journal, limit=0)).counts["sending"]
         async with contextlib.aclosing(self._execute("create", dry_run=True)) as outcomes:
             async for outcome in outcomes:
                 if on_outcome is not None:
@@ -383,7 +390,7 @@ class BulkJob:
             to_send=to_send,
             invalid=summary.invalid,
             skipped=summary.skipped,
-            unknown=summary.unknown,
+            unknown=unknown,
             write_rate=rate,
             rate_source=source if rate else None,
             estimated_seconds=estimate_seconds(to_send, rate),
@@ -394,7 +401,7 @@ class BulkJob:
     async def _execute(self, mode: str, *, dry_run: bool) -> AsyncGenerator[RowOutcome, None]:
         if self._started:
             raise ConfigurationError("a BulkJob runs once; make a new one to run again")
-        self._started = True
+        self._started = not dry_run  # a dry run may come first
         self._reset_counters()
         path = None if dry_run else self._journal_path
         fresh = path is not None and not await asyncio.to_thread(path.exists)

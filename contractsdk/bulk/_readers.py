@@ -18,7 +18,14 @@ import csv
 import json
 import os
 from collections import Counter
-from collections.abc import AsyncGenerator, AsyncIterable, Iterable, Iterator, Mapping
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
@@ -342,6 +349,7 @@ class IterableSource(RowSource):
 
     def __init__(self, rows: Iterable[Mapping[str, Any]] | AsyncIterable[Mapping[str, Any]]):
         self._items = rows
+        self._read = False
 
     def describe(self) -> str:
         return f"an iterable ({type(self._items).__name__})"
@@ -360,6 +368,12 @@ class IterableSource(RowSource):
         )
 
     async def chunks(self, size: int = CHUNK_ROWS) -> AsyncGenerator[list[SourceRow], None]:
+        if self._read and not isinstance(self._items, Sequence):
+            raise ConfigurationError(
+                "these rows were already read (an iterator or generator is read once); "
+                "make a new BulkJob with fresh rows"
+            )
+        self._read = True
         chunk: list[SourceRow] = []
         number = 0
         items = self._items
