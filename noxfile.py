@@ -36,7 +36,7 @@ def docs(session: nox.Session) -> None:
     """Build the docs site (warnings are errors)."""
     session.install("-e", ".[docs]")
     session.run(
-        "sphinx-build", "-W", "--keep-going", "-n", "-b", "html", "docs", "docs/_build/html"
+        "sphinx-build", "-W", "--keep-going", "-b", "html", "docs", "docs/_build/html"
     )
 
 
