@@ -33,10 +33,22 @@ def _env() -> dict[str, str]:
 def emulator() -> Iterator[dict[str, str]]:
     """An emulator process on a free port, its limits off; yields its URL and first key."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "contractsdk.sandbox", "--port", "0", "--read-rate", "none",
-         "--write-rate", "none"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(),
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "contractsdk.sandbox",
+            "--port",
+            "0",
+            "--read-rate",
+            "none",
+            "--write-rate",
+            "none",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=_env(),
+    )
     assert process.stdout is not None
     found: dict[str, str] = {}
     deadline = time.monotonic() + 30
@@ -121,18 +133,34 @@ def test_contract_lifecycle(
     values = tmp_path / "values.json"
     values.write_text(json.dumps({"contract_name": "CLI lease", "contract_rentFrequency": "month"}))
     code, out, err = run(
-        capsys, "--json", "contracts", "create", str(PERSONAL_TEAM), "--template",
-        str(TENANCY_TEMPLATE), "--created-by", str(USER), "--values", str(values),
-        "--value", "contract_breakClause=breakClauseNo",
-    )  # fmt: skip
+        capsys,
+        "--json",
+        "contracts",
+        "create",
+        str(PERSONAL_TEAM),
+        "--template",
+        str(TENANCY_TEMPLATE),
+        "--created-by",
+        str(USER),
+        "--values",
+        str(values),
+        "--value",
+        "contract_breakClause=breakClauseNo",
+    )
     assert code == 0, err
     contract_id = str(json.loads(out)["id"])
     code, out, _ = run(capsys, "contracts", "get", contract_id)
     assert "CLI lease" in out and "breakClauseNo" in out
     code, out, _ = run(
-        capsys, "contracts", "update", contract_id, "--value", "contract_name=CLI lease 2",
-        "--template", str(TENANCY_TEMPLATE),
-    )  # fmt: skip
+        capsys,
+        "contracts",
+        "update",
+        contract_id,
+        "--value",
+        "contract_name=CLI lease 2",
+        "--template",
+        str(TENANCY_TEMPLATE),
+    )
     assert code == 0 and "CLI lease 2" in out
     pdf = tmp_path / "c.pdf"
     code, out, _ = run(capsys, "contracts", "pdf", contract_id, "-o", str(pdf))
@@ -150,10 +178,21 @@ def test_validation_error_exit_code(
 ) -> None:
     """Values breaking the terms exit 3 with every problem listed, and nothing is created."""
     code, _, err = run(
-        capsys, "contracts", "create", str(PERSONAL_TEAM), "--template", str(TENANCY_TEMPLATE),
-        "--created-by", str(USER), "--value", "contract_rentFrequency=week",
-        "--value", "contract_breakClause=breakClauseYes", "--value", "contract_nmae=x",
-    )  # fmt: skip
+        capsys,
+        "contracts",
+        "create",
+        str(PERSONAL_TEAM),
+        "--template",
+        str(TENANCY_TEMPLATE),
+        "--created-by",
+        str(USER),
+        "--value",
+        "contract_rentFrequency=week",
+        "--value",
+        "contract_breakClause=breakClauseYes",
+        "--value",
+        "contract_nmae=x",
+    )
     assert code == 3
     assert "contract_breakClause" in err and "did you mean 'contract_name'" in err
     assert "Traceback" not in err
@@ -165,9 +204,17 @@ def test_service_error_is_one_line(
     """A 403 from the service is one line with the status and message, exit 1."""
     outsider = "7920"  # Katherine is not in Acme Legal
     code, _, err = run(
-        capsys, "contracts", "create", str(ACME), "--template", str(NDA_TEMPLATE),
-        "--created-by", outsider, "--value", "contract_name=x",
-    )  # fmt: skip
+        capsys,
+        "contracts",
+        "create",
+        str(ACME),
+        "--template",
+        str(NDA_TEMPLATE),
+        "--created-by",
+        outsider,
+        "--value",
+        "contract_name=x",
+    )
     assert code == 1
     assert err.count("\n") == 1 and err.startswith("error: 403")
 
@@ -189,10 +236,24 @@ def test_secrets_never_printed(
         (["--base-url", "http://example.com", "--api-key", "k", "users", "get", "1"], "plain http"),
         (["--environment", "prod", "--api-key", "k", "users", "get", "1"], "unknown environment"),
         (["contracts", "update", "1", "--api-key", "k"], "nothing to change"),
-        (["contracts", "create", "1", "--template", "2", "--created-by", "3", "--value", "novalue",
-          "--api-key", "k"], "NAME=VALUE"),
+        (
+            [
+                "contracts",
+                "create",
+                "1",
+                "--template",
+                "2",
+                "--created-by",
+                "3",
+                "--value",
+                "novalue",
+                "--api-key",
+                "k",
+            ],
+            "NAME=VALUE",
+        ),
     ],
-)  # fmt: skip
+)
 def test_configuration_errors_exit_2(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -214,11 +275,20 @@ def test_demo_exits_zero() -> None:
     """`python -m contractsdk demo` walks the flow against the embedded emulator and exits 0."""
     result = subprocess.run(
         [sys.executable, "-m", "contractsdk", "demo"],
-        capture_output=True, text=True, timeout=120, env=_env(), check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(),
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
-    for step in ("1. Identify the user", "5. The terms", "6. The validator", "→ created contract",
-                 "8. List the team's contracts"):  # fmt: skip
+    for step in (
+        "1. Identify the user",
+        "5. The terms",
+        "6. The validator",
+        "→ created contract",
+        "8. List the team's contracts",
+    ):
         assert step in result.stdout
     assert "exclusive" in result.stdout
 
@@ -232,7 +302,12 @@ def test_closed_pipe_is_not_a_traceback(emulator: dict[str, str]) -> None:
     }
     result = subprocess.run(
         f"{sys.executable} -m contractsdk terms show {TENANCY_TEMPLATE} | head -1",
-        shell=True, capture_output=True, text=True, timeout=60, env=env, check=False,
-    )  # fmt: skip
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
     assert result.stdout.startswith("contract_name")
     assert "Traceback" not in result.stderr

@@ -48,9 +48,11 @@ def contracts_created(server: SandboxServer) -> int:
 
 @pytest.mark.parametrize(
     ("sandbox_options", "retry_after"),
-    [({"write_rate": 1.0, "burst": 1, "rate_headers": True}, True),
-     ({"write_rate": 1.0, "burst": 1, "rate_headers": False}, False)],
-)  # fmt: skip
+    [
+        ({"write_rate": 1.0, "burst": 1, "rate_headers": True}, True),
+        ({"write_rate": 1.0, "burst": 1, "rate_headers": False}, False),
+    ],
+)
 async def test_429_with_and_without_headers(
     sandbox_server: SandboxServer, retry_after: bool
 ) -> None:
@@ -96,8 +98,9 @@ async def test_configured_limit_paces_without_429(sandbox_server: SandboxServer)
         assert client.rate_limits.write.granted == 8
 
 
-@pytest.mark.parametrize(("status", "kind"), [(500, "status_500"), (502, "status_502"),
-                                              (503, "status_503")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("status", "kind"), [(500, "status_500"), (502, "status_502"), (503, "status_503")]
+)
 async def test_server_errors(sandbox_server: SandboxServer, status: int, kind: str) -> None:
     """A 5xx raises ServerError without retries, and is retried away with them."""
     user = sandbox_server.users[0].id

@@ -100,18 +100,25 @@ async def test_validator_and_emulator_agree_on_exclusive_options(
     kind = next(k for k in kinds if k.name == TENANCY)
     template = await sandbox_client.templates.latest(seeded.personal_team_id, kind.id)
     terms = await sandbox_client.terms.list(template.id)
-    bad = {"contract_letType": "hmo", "contract_roomDescription": "Room 2",
-           "contract_soleBuildingRules": "soleBuildingRulesYes"}  # fmt: skip
+    bad = {
+        "contract_letType": "hmo",
+        "contract_roomDescription": "Room 2",
+        "contract_soleBuildingRules": "soleBuildingRulesYes",
+    }
     with pytest.raises(TermValidationError, match="exclusive"):
         await sandbox_client.contracts.create(
             seeded.personal_team_id, template_id=template.id, created_by=seeded.id, values=bad
         )
     # Sent anyway with the raw payload, the emulator answers 400 naming the term.
+    let_type, sole_rules = terms.find("contract_letType"), terms.find("contract_soleBuildingRules")
+    assert let_type is not None and sole_rules is not None
     payload = [
-        {"id": terms.find("contract_letType").id, "value": "hmo",  # type: ignore[union-attr]
-         "nested_fields": [{"id": terms.find("contract_soleBuildingRules").id,  # type: ignore[union-attr]
-                            "value": "soleBuildingRulesYes"}]},
-    ]  # fmt: skip
+        {
+            "id": let_type.id,
+            "value": "hmo",
+            "nested_fields": [{"id": sole_rules.id, "value": "soleBuildingRulesYes"}],
+        },
+    ]
     from contractsdk import BadRequestError
 
     with pytest.raises(BadRequestError, match=r"contract_letType|contract_soleBuildingRules"):
@@ -128,17 +135,20 @@ async def test_foreign_team_is_forbidden(
 ) -> None:
     """Creating a contract in a team the user is not in gives PermissionDeniedError (403)."""
     outsider = next(
-        u for u in sandbox_server.users if all(t.id not in u.team_ids for t in sandbox_server.teams
-                                               if t.name == "Acme Legal")
-    )  # fmt: skip
+        u
+        for u in sandbox_server.users
+        if all(t.id not in u.team_ids for t in sandbox_server.teams if t.name == "Acme Legal")
+    )
     acme = next(t for t in sandbox_server.teams if t.name == "Acme Legal")
     kind = (await sandbox_client.contract_types.list(acme.id))[0]
     template = await sandbox_client.templates.latest(acme.id, kind.id)
     with pytest.raises(PermissionDeniedError) as caught:
         await sandbox_client.contracts.create(
-            acme.id, template_id=template.id, created_by=outsider.id,
+            acme.id,
+            template_id=template.id,
+            created_by=outsider.id,
             values={"contract_name": "Not mine"},
-        )  # fmt: skip
+        )
     assert caught.value.status_code == 403
     assert caught.value.service_message
 
