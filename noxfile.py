@@ -19,7 +19,7 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """Lint and check formatting with ruff."""
-    session.install("ruff>=0.6")
+    session.install("-e", ".[lint]")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
 
@@ -35,9 +35,7 @@ def typecheck(session: nox.Session) -> None:
 def docs(session: nox.Session) -> None:
     """Build the docs site (warnings are errors)."""
     session.install("-e", ".[docs]")
-    session.run(
-        "sphinx-build", "-W", "--keep-going", "-n", "-b", "html", "docs", "docs/_build/html"
-    )
+    session.run("sphinx-build", "-W", "--keep-going", "-b", "html", "docs", "docs/_build/html")
 
 
 @nox.session

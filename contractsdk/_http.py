@@ -118,7 +118,8 @@ class Request:
     method: str
     url: str
     headers: Headers = attrs.field(factory=Headers, converter=_to_headers)
-    content: bytes | None = None
+    # Not in the repr: a token request's body holds the client secret.
+    content: bytes | None = attrs.field(default=None, repr=False)
     timeout: float | None = None
     extensions: Mapping[str, Any] = attrs.field(factory=dict, repr=False, eq=False)
 

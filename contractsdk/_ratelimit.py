@@ -581,13 +581,17 @@ class _Bucket:
             paused = True
         if hints.remaining is not None:
             self.server_remaining = hints.remaining
-            if hints.remaining < 1:
-                if hints.reset:
-                    self._pause(now + hints.reset, now)
-                    paused = True
-            elif self.rate is not None:
+            if self.rate is not None:
+                # Match the server's count; at 0 the next grant waits one token (1/rate).
+                # Not a pause until `reset`: a token-bucket server refills continuously and
+                # its reset is often the time until *full*, rounded up to whole seconds, so
+                # waiting for it would idle the client. A window-based server answers the
+                # next request with a 429, whose Retry-After pauses us properly.
                 self._refill(now)
                 self.tokens = min(self.tokens, hints.remaining)
+            elif hints.remaining < 1 and hints.reset:
+                self._pause(now + hints.reset, now)
+                paused = True
         if throttled:
             self.throttles += 1
             if fresh:

@@ -38,3 +38,11 @@ async def client(transport: MockTransport) -> AsyncIterator[ContractClient]:
         rate_limits=None, api_key=API_KEY, environment="sandbox", transport=transport
     ) as c:
         yield c
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Load the contractsdk plugin when the package is not installed (its entry point)."""
+    if not config.pluginmanager.has_plugin("contractsdk"):
+        from contractsdk.testing import _plugin
+
+        config.pluginmanager.register(_plugin, "contractsdk")

@@ -311,3 +311,39 @@ async def test_update_refuses_values_without_a_string_form(
         await client.contracts.update(500, values={"contract_a": True, "contract_b": float("nan")})
     assert [p.term for p in caught.value.problems] == ["contract_a", "contract_b"]
     assert not [r for r in service.requests if r.method == "PATCH"]
+
+
+async def test_retry_and_throttle_hooks() -> None:
+    """A 429 fires the throttle hook, its retry the retry hook, and the stats count both."""
+    from contractsdk import Retries, RetryEvent
+
+    service = FakeService()
+    answers = [json_response(429, {"status": 429}, headers={"Retry-After": "0"})]
+
+    def handler(request: Request) -> Response:
+        return answers.pop() if answers else service(request)
+
+    throttled: list[Response] = []
+    retried: list[RetryEvent] = []
+    async with ContractClient(
+        api_key=API_KEY,
+        transport=MockTransport(handler),
+        rate_limits=None,
+        retries=Retries(wait_initial=0.001),
+        event_hooks={"throttle": [throttled.append], "retry": [retried.append]},
+    ) as client:
+        assert (await client.users.get(7)).id == 7
+        stats = client.stats
+    assert [r.status_code for r in throttled] == [429]
+    assert [(e.attempt, e.method, e.path) for e in retried] == [(1, "GET", "/v1/users/7")]
+    assert (stats.requests, stats.retries, stats.throttled) == (2, 1, 1)
+
+
+async def test_sandbox_command_delegates(capsys: pytest.CaptureFixture[str]) -> None:
+    """`contractsdk sandbox --help` is the emulator's own help."""
+    from contractsdk.cli import main
+
+    with pytest.raises(SystemExit) as caught:
+        main(["sandbox", "--help"])
+    assert caught.value.code == 0
+    assert "--write-rate" in capsys.readouterr().out

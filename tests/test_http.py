@@ -25,6 +25,13 @@ class TestHeaders:
         text = repr(headers)
         assert "abc123" not in text and "s=1" not in text and "'Accept': 'x'" in text
 
+    def test_request_repr_hides_the_body(self) -> None:
+        """A request's repr leaves out its body (a token request's holds the client secret)."""
+        request = Request(
+            method="POST", url="https://h/oauth/token", content=b'{"client_secret":"s"}'
+        )
+        assert "client_secret" not in repr(request)
+
     def test_request_repr_hides_credentials(self) -> None:
         """A request's repr does not show its bearer token."""
         request = Request(

@@ -739,13 +739,29 @@ async def test_policy_header_lowers_a_configured_rate() -> None:
         {"RateLimit": '"default";r=0;t=3'},
     ],
 )
-async def test_exhausted_counter_pauses_until_reset(headers: dict[str, str]) -> None:
-    """Remaining 0 pauses the bucket until the reset, even on a success."""
+async def test_exhausted_counter_empties_a_paced_bucket(headers: dict[str, str]) -> None:
+    """Remaining 0 empties a paced bucket: the next grant waits one token, not the reset."""
     clock = FakeClock()
     limiter = make_limiter(clock, RateLimits(write=10))
     limiter.record("POST", 200, headers)
+    state = limiter.state.write
+    assert (state.tokens, state.paused_for, state.server_remaining) == (0, 0, 0)
+    assert await clock.run(limiter.acquire("POST")) == pytest.approx(1 / (10 * PACING))
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "3"},
+        {"RateLimit": '"default";r=0;t=3'},
+    ],
+)
+async def test_exhausted_counter_pauses_an_unpaced_bucket(headers: dict[str, str]) -> None:
+    """With no rate to pace by (unknown limits, learning off), remaining 0 waits the reset."""
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits(adaptive=False))
+    limiter.record("POST", 200, headers)
     assert limiter.state.write.paused_for == pytest.approx(3.0)
-    assert limiter.state.write.server_remaining == 0
 
 
 async def test_remaining_caps_the_tokens() -> None:

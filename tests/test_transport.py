@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import aiohttp
 import pytest
@@ -125,3 +126,56 @@ async def test_session_is_closed_with_the_client() -> None:
             await client.users.get(1)
             session = client._transport._session  # type: ignore[attr-defined]
         assert session is not None and session.closed
+
+
+async def test_whole_flow_over_aioresponses() -> None:
+    """The whole flow runs through the real aiohttp transport, answered by the fake service."""
+    import re
+
+    from contractsdk import Request as SDKRequest
+    from tests._fakeservice import FakeService
+
+    service = FakeService()
+
+    def answering(method: str) -> Any:
+        def answer(url: Any, **kwargs: Any) -> CallbackResult:
+            data = kwargs.get("data")
+            request = SDKRequest(
+                method=method,
+                url=str(url),
+                headers=kwargs.get("headers") or {},
+                content=data if isinstance(data, bytes) else None,
+            )
+            response = service(request)
+            return CallbackResult(
+                status=response.status_code, body=response.content, headers=dict(response.headers)
+            )
+
+        return answer
+
+    pattern = re.compile(r"https://sandbox\.legislate\.tech/v1/.*")
+    with aioresponses() as mocked:
+        for method in ("GET", "POST", "PATCH", "DELETE"):
+            mocked.add(pattern, method=method, callback=answering(method), repeat=True)
+        async with ContractClient(api_key=API_KEY, rate_limits=None) as client:
+            user = await client.users.get(FakeService.USER_ID)
+            team = await client.teams.create(user.id, name="Over aiohttp")
+            kind = (await client.contract_types.list(team.id))[0]
+            template = await client.templates.latest(team.id, kind.id)
+            terms = await client.terms.list(template.id)
+            contract = await client.contracts.create(
+                team.id,
+                template_id=template.id,
+                created_by=user.id,
+                values={
+                    "contract_name": "x",
+                    "contract_rentFrequency": "month",
+                    "contract_breakClause": "breakClauseYes",
+                    "contract_breakClauseStart": "3 months",
+                },
+            )
+            fetched = await client.contracts.get(contract.id or 0)
+            await client.contracts.delete(contract.id or 0)
+    assert terms.find("contract_breakClauseStart") is not None
+    assert fetched.values["contract_breakClauseStart"] == "3 months"
+    assert service.contracts == {}

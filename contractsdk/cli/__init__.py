@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -85,12 +86,12 @@ def _lazy(module: str, name: str) -> Command:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command == "sandbox":
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["sandbox"]:  # the emulator parses its own flags, --help included
         from contractsdk.sandbox import run_main
 
-        return run_main(list(args.args))
+        return run_main(arguments[1:])
+    args = build_parser().parse_args(arguments)
     try:
         return asyncio.run(args.handler(args)) or 0
     except TermValidationError as exc:
@@ -105,3 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`contractsdk … | head`): stop quietly, as the Python docs
+        # advise, pointing stdout at devnull so the interpreter's final flush cannot fail.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1

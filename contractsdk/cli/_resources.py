@@ -71,12 +71,15 @@ def _contract_rows(contracts: list[Contract]) -> list[tuple[Any, ...]]:
     return [(c.id, c.name, c.created_date, len(c.fields)) for c in contracts]
 
 
-def _team_rows(teams: list[Team]) -> list[tuple[Any, ...]]:
-    return [(t.id, t.name, t.created) for t in teams]
+def _show_teams(args: argparse.Namespace, teams: list[Team] | Team) -> None:
+    if _json(args):
+        return dump_json(teams)
+    rows = [teams] if isinstance(teams, Team) else teams
+    print_table(["id", "name", "created"], [(t.id, t.name, t.created) for t in rows])
 
 
 async def users_get(args: argparse.Namespace) -> None:
-    """Contractsdk users get USER_ID."""
+    """Show a user."""
     async with make_client(args) as client:
         user = await client.users.get(args.user_id)
     if _json(args):
@@ -88,34 +91,28 @@ async def users_get(args: argparse.Namespace) -> None:
 
 
 async def teams_list(args: argparse.Namespace) -> None:
-    """Contractsdk teams list USER_ID."""
+    """List a user's teams."""
     async with make_client(args) as client:
         teams = await client.teams.list(args.user_id)
-    if _json(args):
-        return dump_json(teams)
-    print_table(["id", "name", "created"], _team_rows(teams))
+    _show_teams(args, teams)
 
 
 async def teams_create(args: argparse.Namespace) -> None:
-    """Contractsdk teams create USER_ID --name NAME."""
+    """Create a team owned by a user."""
     async with make_client(args) as client:
         team = await client.teams.create(args.user_id, name=args.name)
-    if _json(args):
-        return dump_json(team)
-    print_table(["id", "name", "created"], _team_rows([team]))
+    _show_teams(args, team)
 
 
 async def teams_rename(args: argparse.Namespace) -> None:
-    """Contractsdk teams rename TEAM_ID --name NAME."""
+    """Rename a team."""
     async with make_client(args) as client:
         team = await client.teams.rename(args.team_id, name=args.name)
-    if _json(args):
-        return dump_json(team)
-    print_table(["id", "name", "created"], _team_rows([team]))
+    _show_teams(args, team)
 
 
 async def types_list(args: argparse.Namespace) -> None:
-    """Contractsdk types list [TEAM_ID]."""
+    """List the contract types a team can create (or the public ones)."""
     async with make_client(args) as client:
         types = await client.contract_types.list(args.team_id)
     if _json(args):
@@ -124,7 +121,7 @@ async def types_list(args: argparse.Namespace) -> None:
 
 
 async def templates_list(args: argparse.Namespace) -> None:
-    """Contractsdk templates list TEAM_ID CONTRACT_TYPE_ID."""
+    """List a contract type's template versions, newest first."""
     async with make_client(args) as client:
         templates = await client.templates.list(args.team_id, args.contract_type_id)
     if _json(args):
@@ -134,7 +131,7 @@ async def templates_list(args: argparse.Namespace) -> None:
 
 
 async def terms_show(args: argparse.Namespace) -> None:
-    """Contractsdk terms show TEMPLATE_ID."""
+    """Show a template version's terms as a tree."""
     async with make_client(args) as client:
         terms = await client.terms.list(args.template_id)
     if _json(args):
@@ -143,7 +140,7 @@ async def terms_show(args: argparse.Namespace) -> None:
 
 
 async def contracts_list(args: argparse.Namespace) -> None:
-    """Contractsdk contracts list TEAM_ID."""
+    """List a team's contracts."""
     async with make_client(args) as client:
         contracts = await client.contracts.list(args.team_id)
     if _json(args):
@@ -161,14 +158,14 @@ def _show_contract(args: argparse.Namespace, contract: Contract) -> None:
 
 
 async def contracts_get(args: argparse.Namespace) -> None:
-    """Contractsdk contracts get CONTRACT_ID."""
+    """Show a contract and its values."""
     async with make_client(args) as client:
         contract = await client.contracts.get(args.contract_id)
     _show_contract(args, contract)
 
 
 async def contracts_create(args: argparse.Namespace) -> None:
-    """Contractsdk contracts create TEAM_ID --template ID --created-by USER_ID --value N=V."""
+    """Create a contract, checking its values first."""
     values = _parse_values(args)
     async with make_client(args) as client:
         contract = await client.contracts.create(
@@ -183,7 +180,7 @@ async def contracts_create(args: argparse.Namespace) -> None:
 
 
 async def contracts_update(args: argparse.Namespace) -> None:
-    """Contractsdk contracts update CONTRACT_ID --value N=V [--template ID]."""
+    """Change a contract's values."""
     values = _parse_values(args)
     if not values:
         raise ConfigurationError("nothing to change: give --value NAME=VALUE or --values FILE")
@@ -198,7 +195,7 @@ async def contracts_update(args: argparse.Namespace) -> None:
 
 
 async def contracts_delete(args: argparse.Namespace) -> None:
-    """Contractsdk contracts delete CONTRACT_ID."""
+    """Delete a contract."""
     async with make_client(args) as client:
         await client.contracts.delete(args.contract_id)
     if _json(args):
@@ -207,7 +204,7 @@ async def contracts_delete(args: argparse.Namespace) -> None:
 
 
 async def contracts_pdf(args: argparse.Namespace) -> None:
-    """Contractsdk contracts pdf CONTRACT_ID [-o FILE]."""
+    """Download a contract as PDF."""
     async with make_client(args) as client:
         pdf = await client.contracts.download_pdf(args.contract_id)
     output = args.output or f"contract-{args.contract_id}.pdf"

@@ -1,0 +1,189 @@
+"""Rate limits and faults of the emulator, met by the SDK's limiter and retries."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from contractsdk import (
+    ContractClient,
+    RateLimitError,
+    RateLimits,
+    ReadError,
+    ReadTimeoutError,
+    Retries,
+    RetryEvent,
+    ServerError,
+)
+from contractsdk.sandbox import FaultRule, SandboxServer
+
+pytestmark = pytest.mark.e2e
+
+FAST = Retries(attempts=3, wait_initial=0.01, wait_max=0.05)
+CREATE = "POST /v1/teams/*/contracts"
+
+
+def client_for(server: SandboxServer, **options: Any) -> ContractClient:
+    options.setdefault("rate_limits", None)
+    return ContractClient(api_key=server.api_key, base_url=server.url, **options)
+
+
+async def nda_target(client: ContractClient, server: SandboxServer) -> tuple[int, int, int]:
+    """Return (team id, template id, user id) for creating contracts."""
+    user = server.users[0]
+    kinds = await client.contract_types.list(user.personal_team_id)
+    kind = next(k for k in kinds if k.name == "Non-Disclosure Agreement")
+    template = await client.templates.latest(user.personal_team_id, kind.id)
+    await client.terms.list(template.id)  # cached before any fault is switched on
+    return user.personal_team_id, template.id, user.id
+
+
+def contracts_created(server: SandboxServer) -> int:
+    created = server.counters()["contracts_created"]
+    assert isinstance(created, int)
+    return created
+
+
+@pytest.mark.parametrize(
+    ("sandbox_options", "retry_after"),
+    [
+        ({"write_rate": 1.0, "burst": 1, "rate_headers": True}, True),
+        ({"write_rate": 1.0, "burst": 1, "rate_headers": False}, False),
+    ],
+)
+async def test_429_with_and_without_headers(
+    sandbox_server: SandboxServer, retry_after: bool
+) -> None:
+    """Past the write limit a 429 raises RateLimitError, with retry_after only from headers."""
+    async with client_for(sandbox_server, retries=None) as client:
+        user = sandbox_server.users[0].id
+        await client.teams.create(user, name="first")
+        with pytest.raises(RateLimitError) as caught:
+            await client.teams.create(user, name="second")
+    error = caught.value
+    assert error.status_code == 429
+    assert (error.retry_after is not None) is retry_after
+    if retry_after:
+        assert error.headers.get("X-RateLimit-Limit") == "1"
+
+
+@pytest.mark.parametrize(
+    "sandbox_options",
+    [{"write_rate": 10.0, "burst": 2, "rate_headers": False, "read_rate": None}],
+)
+async def test_unknown_limit_is_learnt_without_failures(sandbox_server: SandboxServer) -> None:
+    """With no limit configured and no headers, 30 concurrent creates all succeed, once each."""
+    async with client_for(sandbox_server, rate_limits=RateLimits(), retries=FAST) as client:
+        user = sandbox_server.users[0].id
+        teams = await asyncio.gather(*(client.teams.create(user, name=f"t{n}") for n in range(30)))
+        listed = await client.teams.list(user)
+    assert len({team.id for team in teams}) == 30
+    # Each create happened exactly once, whatever was retried.
+    names = sorted(team.name for team in listed if team.name.startswith("t"))
+    assert names == sorted(f"t{n}" for n in range(30))
+
+
+@pytest.mark.parametrize("sandbox_options", [{"write_rate": 5.0, "burst": 1, "read_rate": None}])
+async def test_configured_limit_paces_without_429(sandbox_server: SandboxServer) -> None:
+    """With the server's write limit configured, 8 concurrent creates meet no 429."""
+    async with client_for(
+        sandbox_server, rate_limits=RateLimits(write=5.0, burst=1), retries=None
+    ) as client:
+        user = sandbox_server.users[0].id
+        await asyncio.gather(*(client.teams.create(user, name=f"p{n}") for n in range(8)))
+        assert client.stats.throttled == 0
+        assert client.rate_limits is not None
+        assert client.rate_limits.write.granted == 8
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"), [(500, "status_500"), (502, "status_502"), (503, "status_503")]
+)
+async def test_server_errors(sandbox_server: SandboxServer, status: int, kind: str) -> None:
+    """A 5xx raises ServerError without retries, and is retried away with them."""
+    user = sandbox_server.users[0].id
+    sandbox_server.set_faults([FaultRule(route="GET /v1/users/*", **{kind: 1.0})])
+    async with client_for(sandbox_server, retries=None) as client:
+        with pytest.raises(ServerError) as caught:
+            await client.users.get(user)
+    assert caught.value.status_code == status
+
+    retries: list[RetryEvent] = []
+
+    def heal(event: RetryEvent) -> None:
+        retries.append(event)
+        sandbox_server.set_faults([])
+
+    async with client_for(sandbox_server, retries=FAST, event_hooks={"retry": [heal]}) as client:
+        sandbox_server.set_faults([FaultRule(route="GET /v1/users/*", **{kind: 1.0})])
+        assert (await client.users.get(user)).id == user
+    assert len(retries) == 1 and retries[0].attempt == 1
+
+
+async def test_reset_before_processing(sandbox_server: SandboxServer) -> None:
+    """A reset connection is a ReadError; retried with the same key, one contract results."""
+    async with client_for(sandbox_server, retries=None) as client:
+        team, template, user = await nda_target(client, sandbox_server)
+        sandbox_server.set_faults([FaultRule(route=CREATE, reset=1.0)])
+        with pytest.raises(ReadError) as caught:
+            await client.contracts.create(team, template_id=template, created_by=user, values={})
+    assert caught.value.outcome_unknown  # the SDK cannot know it was not processed
+    assert contracts_created(sandbox_server) == 0
+
+    async with client_for(
+        sandbox_server,
+        retries=FAST,
+        event_hooks={"retry": [lambda e: sandbox_server.set_faults([])]},
+    ) as client:
+        sandbox_server.set_faults([FaultRule(route=CREATE, reset=1.0)])
+        contract = await client.contracts.create(
+            team, template_id=template, created_by=user, values={}
+        )
+    assert contract.id is not None
+    assert contracts_created(sandbox_server) == 1
+
+
+async def test_lost_response_is_not_duplicated(sandbox_server: SandboxServer) -> None:
+    """A processed request whose answer is lost is retried with its key: still one contract."""
+    async with client_for(sandbox_server, retries=None) as client:
+        team, template, user = await nda_target(client, sandbox_server)
+        sandbox_server.set_faults([FaultRule(route=CREATE, lost=1.0)])
+        with pytest.raises(ReadError, match="may have been processed"):
+            await client.contracts.create(team, template_id=template, created_by=user, values={})
+    assert contracts_created(sandbox_server) == 1  # it was processed
+
+    async with client_for(
+        sandbox_server,
+        retries=FAST,
+        event_hooks={"retry": [lambda e: sandbox_server.set_faults([])]},
+    ) as client:
+        sandbox_server.set_faults([FaultRule(route=CREATE, lost=1.0)])
+        contract = await client.contracts.create(
+            team, template_id=template, created_by=user, values={}
+        )
+        listed = await client.contracts.list(team)
+    assert contracts_created(sandbox_server) == 2  # one per logical call, not per attempt
+    assert contract.id in {c.id for c in listed}
+    assert sandbox_server.counters()["idempotent_replays"] == 1
+
+
+async def test_latency_beyond_the_timeout(sandbox_server: SandboxServer) -> None:
+    """An answer slower than the client's timeout is a ReadTimeoutError."""
+    sandbox_server.set_faults([FaultRule(route="GET /v1/users/*", latency=1.0)])
+    async with client_for(sandbox_server, retries=None, timeout=0.2) as client:
+        with pytest.raises(ReadTimeoutError):
+            await client.users.get(sandbox_server.users[0].id)
+
+
+async def test_connection_refused_is_retried_then_raised() -> None:
+    """Nothing listening: ConnectError after the configured attempts."""
+    from contractsdk import ConnectError
+
+    async with ContractClient(
+        api_key="k", base_url="http://127.0.0.1:9", rate_limits=None, retries=FAST
+    ) as client:
+        with pytest.raises(ConnectError) as caught:
+            await client.users.get(1)
+    assert caught.value.attempts == 3

@@ -1,0 +1,313 @@
+"""The contractsdk command, run in-process against an emulator in another process."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from contractsdk.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+USER = 7917  # Ada Lovelace, seed 0
+PERSONAL_TEAM = 494
+ACME = 500
+NDA_TEMPLATE = 200
+TENANCY_TEMPLATE = 198
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTRACTSDK_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[dict[str, str]]:
+    """An emulator process on a free port, its limits off; yields its URL and first key."""
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "contractsdk.sandbox",
+            "--port",
+            "0",
+            "--read-rate",
+            "none",
+            "--write-rate",
+            "none",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=_env(),
+    )
+    assert process.stdout is not None
+    found: dict[str, str] = {}
+    deadline = time.monotonic() + 30
+    try:
+        for line in process.stdout:  # bounded by the banner's end or the deadline
+            if match := re.search(r"URL\s+(http://\S+)", line):
+                found["url"] = match[1]
+            if match := re.search(r"API keys\s+(\S+)", line):
+                found["key"] = match[1]
+            if "Ctrl-C" in line or time.monotonic() > deadline:
+                break
+        assert {"url", "key"} <= set(found), found
+        yield found
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        process.stdout.close()
+
+
+@pytest.fixture
+def connected(emulator: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The CONTRACTSDK_* variables point at the emulator."""
+    monkeypatch.setenv("CONTRACTSDK_BASE_URL", emulator["url"])
+    monkeypatch.setenv("CONTRACTSDK_API_KEY", emulator["key"])
+    return emulator
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_users_get_table(connected: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    """`users get` prints a table with the user's name."""
+    code, out, _ = run(capsys, "users", "get", str(USER))
+    assert code == 0
+    assert out.splitlines()[0].split()[:3] == ["ID", "FIRST", "NAME"]
+    assert "Ada" in out and "Lovelace" in out
+
+
+def test_json_output(connected: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    """--json prints machine-readable JSON, before or after the command."""
+    for argv in (["--json", "teams", "list", str(USER)], ["teams", "list", str(USER), "--json"]):
+        code, out, _ = run(capsys, *argv)
+        assert code == 0
+        teams = json.loads(out)
+        assert {t["id"] for t in teams} >= {PERSONAL_TEAM, ACME}
+        assert "raw" not in teams[0]
+
+
+def test_teams_create_and_rename(
+    connected: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`teams create` then `teams rename` change the service."""
+    code, out, _ = run(capsys, "--json", "teams", "create", str(USER), "--name", "CLI team")
+    assert code == 0
+    team_id = json.loads(out)["id"]
+    code, out, _ = run(capsys, "teams", "rename", str(team_id), "--name", "CLI team 2")
+    assert code == 0 and "CLI team 2" in out
+
+
+def test_types_templates_and_terms(
+    connected: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`types list`, `templates list` (latest marked) and `terms show` (a tree) work."""
+    code, out, _ = run(capsys, "--json", "types", "list", str(PERSONAL_TEAM))
+    kinds = {k["name"]: k["id"] for k in json.loads(out)}
+    tenancy = kinds["Assured Shorthold Tenancy Agreement"]
+    code, out, _ = run(capsys, "templates", "list", str(PERSONAL_TEAM), str(tenancy))
+    assert code == 0 and re.search(rf"{TENANCY_TEMPLATE}\s+2\s+latest", out)
+    code, out, _ = run(capsys, "terms", "show", str(TENANCY_TEMPLATE))
+    assert code == 0
+    assert "contract_rentFrequency" in out
+    assert re.search(r"\n {12}contract_breakClauseStart", out)  # three levels, indented
+
+
+def test_contract_lifecycle(
+    connected: dict[str, str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The `contracts` commands create, get, update, download, list and delete."""
+    values = tmp_path / "values.json"
+    values.write_text(json.dumps({"contract_name": "CLI lease", "contract_rentFrequency": "month"}))
+    code, out, err = run(
+        capsys,
+        "--json",
+        "contracts",
+        "create",
+        str(PERSONAL_TEAM),
+        "--template",
+        str(TENANCY_TEMPLATE),
+        "--created-by",
+        str(USER),
+        "--values",
+        str(values),
+        "--value",
+        "contract_breakClause=breakClauseNo",
+    )
+    assert code == 0, err
+    contract_id = str(json.loads(out)["id"])
+    code, out, _ = run(capsys, "contracts", "get", contract_id)
+    assert "CLI lease" in out and "breakClauseNo" in out
+    code, out, _ = run(
+        capsys,
+        "contracts",
+        "update",
+        contract_id,
+        "--value",
+        "contract_name=CLI lease 2",
+        "--template",
+        str(TENANCY_TEMPLATE),
+    )
+    assert code == 0 and "CLI lease 2" in out
+    pdf = tmp_path / "c.pdf"
+    code, out, _ = run(capsys, "contracts", "pdf", contract_id, "-o", str(pdf))
+    assert code == 0 and pdf.read_bytes().startswith(b"%PDF-")
+    code, out, _ = run(capsys, "contracts", "list", str(PERSONAL_TEAM))
+    assert contract_id in out
+    code, out, _ = run(capsys, "contracts", "delete", contract_id)
+    assert code == 0
+    code, _, err = run(capsys, "contracts", "get", contract_id)
+    assert code == 1 and err.startswith("error: 404")
+
+
+def test_validation_error_exit_code(
+    connected: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Values breaking the terms exit 3 with every problem listed, and nothing is created."""
+    code, _, err = run(
+        capsys,
+        "contracts",
+        "create",
+        str(PERSONAL_TEAM),
+        "--template",
+        str(TENANCY_TEMPLATE),
+        "--created-by",
+        str(USER),
+        "--value",
+        "contract_rentFrequency=week",
+        "--value",
+        "contract_breakClause=breakClauseYes",
+        "--value",
+        "contract_nmae=x",
+    )
+    assert code == 3
+    assert "contract_breakClause" in err and "did you mean 'contract_name'" in err
+    assert "Traceback" not in err
+
+
+def test_service_error_is_one_line(
+    connected: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 403 from the service is one line with the status and message, exit 1."""
+    outsider = "7920"  # Katherine is not in Acme Legal
+    code, _, err = run(
+        capsys,
+        "contracts",
+        "create",
+        str(ACME),
+        "--template",
+        str(NDA_TEMPLATE),
+        "--created-by",
+        outsider,
+        "--value",
+        "contract_name=x",
+    )
+    assert code == 1
+    assert err.count("\n") == 1 and err.startswith("error: 403")
+
+
+def test_secrets_never_printed(
+    emulator: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A refused key is not echoed on the terminal."""
+    monkeypatch.setenv("CONTRACTSDK_BASE_URL", emulator["url"])
+    code, out, err = run(capsys, "--api-key", "wrong-secret-key-42", "users", "get", str(USER))
+    assert code == 1 and err.startswith("error: 401")
+    assert "wrong-secret-key-42" not in out + err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["users", "get", "1"], "no credentials"),
+        (["--base-url", "http://example.com", "--api-key", "k", "users", "get", "1"], "plain http"),
+        (["--environment", "prod", "--api-key", "k", "users", "get", "1"], "unknown environment"),
+        (["contracts", "update", "1", "--api-key", "k"], "nothing to change"),
+        (
+            [
+                "contracts",
+                "create",
+                "1",
+                "--template",
+                "2",
+                "--created-by",
+                "3",
+                "--value",
+                "novalue",
+                "--api-key",
+                "k",
+            ],
+            "NAME=VALUE",
+        ),
+    ],
+)
+def test_configuration_errors_exit_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bad configuration is one line on stderr and exit code 2, before anything is sent."""
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert message in err and "Traceback" not in err
+
+
+def test_bad_id_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """A non-numeric id is refused by the parser (exit 2)."""
+    with pytest.raises(SystemExit) as caught:
+        main(["users", "get", "../admin"])
+    assert caught.value.code == 2
+    assert "numeric id" in capsys.readouterr().err
+
+
+def test_demo_exits_zero() -> None:
+    """`python -m contractsdk demo` walks the flow against the embedded emulator and exits 0."""
+    result = subprocess.run(
+        [sys.executable, "-m", "contractsdk", "demo"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(),
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    for step in (
+        "1. Identify the user",
+        "5. The terms",
+        "6. The validator",
+        "→ created contract",
+        "8. List the team's contracts",
+    ):
+        assert step in result.stdout
+    assert "exclusive" in result.stdout
+
+
+def test_closed_pipe_is_not_a_traceback(emulator: dict[str, str]) -> None:
+    """`contractsdk … | head -1` ends quietly when the reader closes the pipe."""
+    env = {
+        **_env(),
+        "CONTRACTSDK_BASE_URL": emulator["url"],
+        "CONTRACTSDK_API_KEY": emulator["key"],
+    }
+    result = subprocess.run(
+        f"{sys.executable} -m contractsdk terms show {TENANCY_TEMPLATE} | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert result.stdout.startswith("contract_name")
+    assert "Traceback" not in result.stderr
