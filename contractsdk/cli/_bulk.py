@@ -306,7 +306,7 @@ def _client(args: argparse.Namespace) -> ContractClient:
 
 
 async def bulk_create(args: argparse.Namespace) -> int:
-    """Contractsdk bulk create FILE --team T --contract-type C --created-by USER."""
+    """Create a contract for each valid row of a file, journaled and resumable."""
     async with _client(args) as client:
         job = await _make_job(args, client)
         if args.dry_run:
@@ -357,7 +357,7 @@ async def _dry_run(args: argparse.Namespace, job: BulkJob) -> int:
 
 
 async def bulk_retry(args: argparse.Namespace) -> int:
-    """Contractsdk bulk retry JOURNAL: send again the rows that are not done."""
+    """Send again the rows of a journal that are not created."""
     async with _client(args) as client:
         job = await BulkJob.from_journal(
             client, args.journal, concurrency=args.concurrency, rounds=args.rounds
@@ -366,7 +366,7 @@ async def bulk_retry(args: argparse.Namespace) -> int:
 
 
 async def bulk_status(args: argparse.Namespace) -> int:
-    """Contractsdk bulk status JOURNAL: counts by state, runs, failures and reasons."""
+    """Show a journal: its job, counts by state, runs, failures and reasons."""
     if not await asyncio.to_thread(Path(args.journal).exists):
         raise ConfigurationError(f"no journal at {args.journal}")
     status = await read_status(args.journal, limit=args.limit)
