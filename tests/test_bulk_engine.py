@@ -589,3 +589,53 @@ async def test_plan_counts_unknown_outcomes_it_would_reconcile(tmp_path: Path) -
         plan = await job_for(client, source, journal=path).plan()
     assert (plan.unknown, plan.to_send) == (1, 2)  # not found by the listing: would resend
     assert Journal.connect(path, readonly=True).counts()["sending"] == 1  # unchanged
+
+
+async def test_a_row_with_twins_is_never_sent_again_until_sorted_out(tmp_path: Path) -> None:
+    """Two contracts carry a sent row's name: no run or retry sends it; fix one, it settles."""
+    service = FaultyService()
+    path = tmp_path / "job.db"
+    source = list(rows(2))
+    async with client_for(service) as client:
+        probe = job_for(client, source, journal=path)
+        journal = Journal.connect(path)
+        journal.claim(probe.job_id, probe.identity, "0.1.0")
+        run = journal.begin_run("create", None)
+        key = "sha:" + _digest_of(source[0])
+        journal.register(
+            run,
+            [
+                PreparedRow(
+                    number=1,
+                    line=None,
+                    key=key,
+                    key_label="the row",
+                    digest=key[4:],
+                    name="Flat 0",
+                    team_id=TEAM,
+                    template_id=TEMPLATE,
+                    values=source[0],
+                )
+            ],
+        )
+        journal.mark_sending(key)
+        journal.close()
+        for _ in range(2):  # the twins, made outside the job's control
+            await client.contracts.create(
+                TEAM, template_id=TEMPLATE, created_by=USER, values=source[0]
+            )
+        posts = len(service.posts)
+
+        outcomes = await collect(job_for(client, source, journal=path))
+        flat0 = next(o for o in outcomes if o.name == "Flat 0")
+        assert flat0.state == "failed" and "check them by hand" in (flat0.error or "")
+        again = await BulkJob.from_journal(client, path, round_delay=0)
+        await asyncio.wait_for(_all(again.retry()), LIMIT)
+        assert posted_names(service)[posts:] == ["Flat 1"]  # Flat 0 never sent again
+
+        twin = max(cid for cid, c in service.contracts.items() if c["name"] == "Flat 0")
+        await client.contracts.delete(twin)
+        settled = await collect(job_for(client, source, journal=path))
+    flat0 = next(o for o in settled if o.name == "Flat 0")
+    assert flat0.state == "created" and flat0.reconciled
+    assert sorted(service.names()) == ["Flat 0", "Flat 1"]

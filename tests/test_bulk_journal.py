@@ -361,3 +361,21 @@ async def test_temporary_and_copied_journals(tmp_path: Path) -> None:
         assert reread.runs() == []
     finally:
         reread.close()
+
+
+def test_a_sent_row_whose_name_is_listed_is_not_sent_again(journal: Journal) -> None:
+    """Invariant 3: after a send, a row is resent only if no unclaimed contract has its name."""
+    run = journal.begin_run("create", None)
+    journal.register(run, [prepared("ref:A", "A"), prepared("ref:B", "B", number=2)])
+    for key in ("ref:A", "ref:B"):
+        journal.mark_sending(key)
+        journal.mark_failed(key, "503", retryable=True, run=run, final=False, extra_attempts=0)
+    assert [r.key for r in journal.to_send(run, "", 10, every_failure=False)] == ["ref:A", "ref:B"]
+    journal.db.executemany(
+        "INSERT INTO team_contracts VALUES (?, ?, ?)", [(70, "A", 1), (70, "A", 2)]
+    )
+    assert [r.key for r in journal.to_send(run, "", 10, every_failure=True)] == ["ref:B"]
+    later = journal.begin_run("create", None)
+    decision = journal.register(later, [prepared("ref:A", "A")])[0]
+    assert not decision.send and decision.record.state == "failed"
+    assert "2 contract(s) named 'A'" in (decision.record.error or "")

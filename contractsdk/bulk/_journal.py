@@ -382,6 +382,10 @@ class Journal:
             record = self.get(prepared.key)
             assert record is not None
             return Registered(record=record, send=False)
+        if existing is not None and existing.attempts > 0:
+            blocked = self._ambiguous(run, prepared, existing)
+            if blocked is not None:
+                return blocked
         reasons = list(prepared.reasons)
         if not reasons:
             reasons = self._name_conflicts(prepared, existing)
@@ -398,6 +402,52 @@ class Journal:
             return Registered(record=record, send=False)
         record = self._write(prepared, run, state="pending", error=None, retryable=0, reported=0)
         return Registered(record=record, send=True)
+
+    def _unclaimed(self, team_id: int | None, name: str | None) -> list[int]:
+        """Return the ids of listed contracts of a team with this name that no row claims."""
+        if name is None or team_id is None:
+            return []
+        return [
+            found[0]
+            for found in self.db.execute(
+                "SELECT contract_id FROM team_contracts WHERE team_id = ? AND name = ? "
+                "AND contract_id NOT IN (SELECT contract_id FROM rows "
+                "WHERE state = 'created' AND team_id = ? AND contract_id IS NOT NULL) "
+                "ORDER BY contract_id",
+                (team_id, name, team_id),
+            )
+        ]
+
+    def _ambiguous(
+        self, run: int, prepared: PreparedRow, existing: JournalRecord
+    ) -> Registered | None:
+        """Keep a row that was sent from being sent again while its name is in the listing.
+
+        Reconciliation made the row ``created`` when one unclaimed contract had its name;
+        several (a twin made outside the job's control) leave it here: it is not sent,
+        and is reported ``failed`` until the team's contracts are sorted out by hand.
+        """
+        matches = self._unclaimed(existing.team_id, existing.name)
+        if not matches:
+            return None
+        ids = ", ".join(map(str, matches))
+        self.db.execute(
+            "UPDATE rows SET state = 'failed', retryable = 0, error = ?, run = ?, row = ?, "
+            "line = ?, reported = ?, updated = ? WHERE key = ?",
+            (
+                f"{len(matches)} contract(s) named {existing.name!r} in team {existing.team_id} "
+                f"(ids {ids}) could be this row's; check them by hand (it is not sent again)",
+                run,
+                prepared.number,
+                prepared.line,
+                run,
+                _now(),
+                prepared.key,
+            ),
+        )
+        record = self.get(prepared.key)
+        assert record is not None
+        return Registered(record=record, send=False)
 
     def _duplicate_row(self, run: int, prepared: PreparedRow, first: JournalRecord) -> Registered:
         if prepared.key_label.startswith("key "):
@@ -434,7 +484,7 @@ class Journal:
                 f"the contract name {prepared.name!r} is also used by row {row}{created}; "
                 "names must be unique within a job so that each contract can be found again"
             ]
-        if existing is None or existing.attempts == 0:
+        if existing is None or existing.attempts == 0 or existing.name != prepared.name:
             # A contract of this name that no request of ours could have made.
             found = self.db.execute(
                 "SELECT contract_id FROM team_contracts WHERE team_id = ? AND name = ? "
@@ -581,15 +631,7 @@ class Journal:
         result = ListingResult()
         now = _now()
         for key, name, state in candidates:
-            matches = [
-                found[0]
-                for found in self.db.execute(
-                    "SELECT contract_id FROM team_contracts WHERE team_id = ? AND name = ? "
-                    "AND contract_id NOT IN (SELECT contract_id FROM rows "
-                    "WHERE state = 'created' AND team_id = ? AND contract_id IS NOT NULL)",
-                    (team_id, name, team_id),
-                )
-            ]
+            matches = self._unclaimed(team_id, name)
             if len(matches) == 1:
                 self.db.execute(
                     "UPDATE rows SET state = 'created', contract_id = ?, reconciled = 1, "
@@ -628,9 +670,17 @@ class Journal:
         retryable ones, or every one with ``every_failure`` (``bulk retry``).
         """
         failed = "state = 'failed'" if every_failure else "(state = 'failed' AND retryable = 1)"
+        # Invariant 3: a row that was sent is not sent while its name is in the listing.
+        listed = (
+            "attempts > 0 AND EXISTS (SELECT 1 FROM team_contracts AS t "
+            "WHERE t.team_id = rows.team_id AND t.name = rows.name AND t.contract_id NOT IN "
+            "(SELECT contract_id FROM rows AS r WHERE r.state = 'created' "
+            "AND r.team_id = rows.team_id AND r.contract_id IS NOT NULL))"
+        )
         cursor = self.db.execute(
             f"SELECT {_COLUMNS} FROM rows WHERE run = ? AND reported < ? AND key > ? "
-            f"AND vals IS NOT NULL AND (state = 'pending' OR {failed}) ORDER BY key LIMIT ?",
+            f"AND vals IS NOT NULL AND (state = 'pending' OR {failed}) AND NOT ({listed}) "
+            "ORDER BY key LIMIT ?",
             (run, run, after, limit),
         )
         return [JournalRecord.from_db(found) for found in cursor]
