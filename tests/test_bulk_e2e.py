@@ -293,3 +293,27 @@ async def test_ctrl_c_drains_and_resumes(tmp_path: Path) -> None:
         assert code == 0, output
         counts = await check_accounted(server, team_id, journal, 300)
         assert counts["created"] == 300
+
+
+@pytest.mark.slow
+async def test_a_second_ctrl_c_aborts_and_the_rerun_reconciles(tmp_path: Path) -> None:
+    """Two SIGINTs: exit 130 at once, rows in flight left 'sending'; the rerun settles all."""
+    faults = [FaultRule(CREATE, latency=(0.05, 0.1))]
+    async with SandboxServer(port=0, write_rate=None, read_rate=None, faults=faults) as server:
+        team_id = team_and_template(server)[0]
+        source, journal = tmp_path / "rows.csv", tmp_path / "job.db"
+        write_csv(source, source_rows(200))
+        process = await start_cli(server, source, journal)
+        await wait_for_created(journal, 20, process)
+        process.send_signal(signal.SIGINT)
+        await asyncio.sleep(0.01)
+        process.send_signal(signal.SIGINT)
+        code, output = await finish(process)
+        assert code == 130, output
+        assert "aborting" in output and "Traceback" not in output
+
+        process = await start_cli(server, source, journal)
+        code, output = await finish(process)
+        assert code == 0, output
+        counts = await check_accounted(server, team_id, journal, 200)
+        assert counts["created"] == 200

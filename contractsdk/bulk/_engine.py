@@ -200,6 +200,7 @@ class BulkJob:
         self._started = False
         self._fatal: Exception | None = None
         self._stopping = False
+        self._aborting = False
         self._stopped = asyncio.Event()
         self._reset_counters()
 
@@ -279,6 +280,15 @@ class BulkJob:
         """
         self._stopping = True
         self._stopped.set()
+
+    def abort(self) -> None:
+        """Stop at once: requests in flight are cancelled and left ``sending``.
+
+        Use it when waiting for them is not an option (a second Ctrl-C); the next run
+        reconciles those rows before sending anything.
+        """
+        self._aborting = True
+        self.stop()
 
     def _fail(self, error: Exception) -> None:
         """Stop the job because of ``error``; :meth:`run` raises it once drained."""
@@ -444,7 +454,7 @@ class BulkJob:
             self._consumer_gone = True
             if coordinator is not None and not coordinator.done():
                 self.stop()
-                await _drain(coordinator, out, timeout=60.0)
+                await _drain(coordinator, out, timeout=0.0 if self._aborting else 60.0)
             if coordinator is not None and coordinator.done() and not coordinator.cancelled():
                 error = coordinator.exception()
                 if error is not None and outcome_text == "error":

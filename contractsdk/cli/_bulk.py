@@ -150,6 +150,7 @@ def _interrupts(job: BulkJob, progress: Progress) -> Iterator[dict[str, bool]]:
     def on_signal() -> None:
         if state["interrupted"]:
             progress.say("aborting: requests in flight are left 'sending' and reconciled next run")
+            job.abort()
             if task is not None:
                 task.cancel()
             return
@@ -184,6 +185,9 @@ async def _drive(job: BulkJob, args: argparse.Namespace, *, retry: bool) -> int:
                         report.write(json.dumps(outcome.to_json(), ensure_ascii=False) + "\n")
                     if outcome.state in ("invalid", "failed", "sending") and len(listed) < LISTED:
                         listed.append(outcome)
+        except asyncio.CancelledError:
+            if not interrupts["interrupted"]:
+                raise
         finally:
             drawer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
