@@ -25,7 +25,9 @@ class RowOutcome:
             sending the row (or, in a dry run, when it would be sent).
         name: The contract's name (the match term's value), if the row has one.
         contract_id: The contract's id, when created.
-        attempts: Requests sent for this row, over every run.
+        attempts: Attempts for this row over every run: one per create call, plus the
+            client's extra attempts when a call failed after retrying (a call that
+            succeeded after retries counts one; the summary's ``retries`` has the rest).
         error: Why the row failed (or a note, e.g. that it changed since it was created).
         reasons: Why the row is invalid, one problem each (``path: message``).
         skipped: True when the contract was created by an earlier run of the job.
