@@ -5,6 +5,8 @@ The decision matrix (DESIGN.md §5), applied by the pure :func:`should_retry`::
     failure                                   retried when
     ConnectError, ConnectTimeoutError         always: the request was never sent
     ReadTimeoutError, ReadError               request.is_idempotent: it may have been processed
+                                              (inside ``keys_not_trusted()`` an
+                                              Idempotency-Key does not count: see below)
     APIError 408, 429                         always: the service says it did not process it
     APIError 500, 502, 503, 504               request.is_idempotent (the client sends an
                                               Idempotency-Key with every POST, so a POST
@@ -36,6 +38,13 @@ retry's cost, up to the capacity. In an outage ~100 retries drain a budget of 50
 client fails fast with one attempt per call instead of tripling the load on a service that
 is already down; successes refill it.
 
+The service does not document Idempotency-Key (reference/service-api.md), so code with a
+better protection against duplicates can run calls inside :func:`keys_not_trusted`: there
+an ambiguous failure of a POST is raised at once (``outcome_unknown``) for the caller to
+resolve, while failures that were certainly not processed (connect errors, 408, 429) are
+still retried. The bulk job does this: its journal reconciles unknown outcomes by listing
+the team's contracts before anything is sent again.
+
 The request passed to every attempt is the same object, so its ``Idempotency-Key`` (made
 once per logical call by the client, or given by the caller) never changes. tenacity runs
 the retries but never shows: its RetryError is not raised (the last real error is, with
@@ -46,12 +55,13 @@ attempt failed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import math
 import random as _random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Final
 
 import attrs
@@ -68,7 +78,7 @@ from ._exceptions import (
     ReadTimeoutError,
     TransportError,
 )
-from ._http import Request, Response
+from ._http import IDEMPOTENT_METHODS, Request, Response
 
 __all__ = [
     "RetryBudget",
@@ -77,6 +87,7 @@ __all__ = [
     "Retries",
     "backoff",
     "call_deadline",
+    "keys_not_trusted",
     "retry_cost",
     "should_retry",
 ]
@@ -192,6 +203,33 @@ class RetryEvent:
         )
 
 
+#: False inside keys_not_trusted(): an Idempotency-Key does not make a POST replayable.
+_trust_keys: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "contractsdk_trust_idempotency_keys", default=True
+)
+
+
+@contextlib.contextmanager
+def keys_not_trusted() -> Iterator[None]:
+    """Within this block, never replay a non-idempotent request after an ambiguous failure.
+
+    For callers that resolve unknown outcomes themselves (the bulk job's reconciliation)
+    against a service that may ignore Idempotency-Key. Applies to the calls made in the
+    current task (a context variable).
+    """
+    token = _trust_keys.set(False)
+    try:
+        yield
+    finally:
+        _trust_keys.reset(token)
+
+
+def _replayable(request: Request) -> bool:
+    if request.method in IDEMPOTENT_METHODS:
+        return True
+    return "idempotency-key" in request.headers and _trust_keys.get()
+
+
 def should_retry(error: BaseException, *, request: Request) -> bool:
     """Return whether a failed attempt may be tried again (the matrix in the module header).
 
@@ -205,14 +243,14 @@ def should_retry(error: BaseException, *, request: Request) -> bool:
     if isinstance(error, ConnectError | ConnectTimeoutError):
         return True
     if isinstance(error, ReadTimeoutError | ReadError | TransportError):
-        return request.is_idempotent
+        return _replayable(request)
     if isinstance(error, AuthenticationError):
         return False
     if isinstance(error, APIError):
         if error.status_code in RETRY_ALWAYS_STATUSES:
             return True
         if error.status_code in RETRY_IDEMPOTENT_STATUSES:
-            return request.is_idempotent
+            return _replayable(request)
     return False
 
 

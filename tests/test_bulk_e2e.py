@@ -158,7 +158,7 @@ async def test_reconciliation_alone_prevents_duplicates(tmp_path: Path) -> None:
             base_url=server.url,
             transport=WithoutIdempotencyKeys(),
             rate_limits=None,
-            retries=None,  # strict: only the job retries, and only after a listing
+            retries=None,  # only the job retries here: the rounds are what is tested
         ) as client:
             job = BulkJob(
                 client,

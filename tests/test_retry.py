@@ -576,3 +576,29 @@ def test_token_request_errors_are_never_retried() -> None:
 
     error = TokenRequestError("the token endpoint answered 503", status_code=503)
     assert not should_retry(error, request=Request(method="GET", url="https://h/v1/x"))
+
+
+@pytest.mark.parametrize(
+    ("error", "inside"),
+    [
+        (ReadError("reset"), False),
+        (ReadTimeoutError("slow"), False),
+        (ServerError("500", status_code=500), False),
+        (ServerError("503", status_code=503), False),
+        (ConnectError("refused"), True),
+        (RateLimitError("429", status_code=429), True),
+    ],
+)
+def test_keys_not_trusted(error: Exception, inside: bool) -> None:
+    """Inside keys_not_trusted, a keyed POST is replayed only after certainly-unprocessed failures."""
+    from contractsdk._retry import keys_not_trusted
+
+    post = Request(
+        method="POST", url="https://h/v1/teams/1/contracts", headers={"Idempotency-Key": "k"}
+    )
+    get = Request(method="GET", url="https://h/v1/users/1")
+    assert should_retry(error, request=post)  # outside: the key makes it replayable
+    with keys_not_trusted():
+        assert should_retry(error, request=post) is inside
+        assert should_retry(error, request=get)  # a GET is replayable whatever the keys
+    assert should_retry(error, request=post)

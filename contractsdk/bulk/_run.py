@@ -27,6 +27,7 @@ from contractsdk._exceptions import (
     TermValidationError,
     TransportError,
 )
+from contractsdk._retry import keys_not_trusted
 from contractsdk.bulk._journal import Journal
 from contractsdk.bulk._model import RowOutcome
 from contractsdk.bulk._readers import SourceRow
@@ -330,14 +331,17 @@ class Run:
         await self.journal.call(lambda j: j.mark_sending(key))
         job._in_flight += 1
         try:
-            contract = await self.client.contracts.create(
-                record.team_id,
-                template_id=record.template_id,
-                created_by=job._created_by,
-                values=record.values or {},
-                require_all=job._require_all,
-                idempotency_key=idempotency_key(job.job_id, key),
-            )
+            # An ambiguous failure comes back to the job instead of being replayed under the
+            # key, which the service may ignore: the journal reconciles it by listing first.
+            with keys_not_trusted():
+                contract = await self.client.contracts.create(
+                    record.team_id,
+                    template_id=record.template_id,
+                    created_by=job._created_by,
+                    values=record.values or {},
+                    require_all=job._require_all,
+                    idempotency_key=idempotency_key(job.job_id, key),
+                )
         except TermValidationError as exc:
             # The template's terms changed since the row was checked (a refreshed cache).
             job._in_flight -= 1

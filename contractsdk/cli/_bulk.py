@@ -297,11 +297,8 @@ async def _make_job(args: argparse.Namespace, client: Any) -> BulkJob:
 
 
 def _client(args: argparse.Namespace) -> ContractClient:
-    """Build a bulk command's client: ``--strict`` (no retries), ``--write-rate`` (its pace)."""
-    options: dict[str, Any] = {}
-    if args.strict:
-        options["retries"] = None
-    client = make_client(args, **options)
+    """Build a bulk command's client, paced at ``--write-rate`` when given."""
+    client = make_client(args)
     if args.write_rate is not None:
         state = client.rate_limits
         read = state.limits.read if state is not None else None
@@ -467,13 +464,6 @@ def add_commands(
             type=float,
             metavar="PER_SECOND",
             help="the service's write limit, if not the environment's documented one",
-        )
-        parser.add_argument(
-            "--strict",
-            action="store_true",
-            help="never let the client retry a create whose outcome is unknown: the job "
-            "retries only after listing the team (for a service that may ignore "
-            "Idempotency-Key)",
         )
 
     create = actions.add_parser(
