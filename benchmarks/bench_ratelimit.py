@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from typing import Any
@@ -36,6 +36,7 @@ from benchmarks._harness import (
     environment_line,
     median,
     table,
+    wakeup_cpu,
 )
 from contractsdk import ContractClient, RateLimits
 
@@ -66,7 +67,7 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
 
 
-def _sdk(limits: RateLimits | None) -> Callable[[Setup], Awaitable[Outcome]]:
+def _sdk(limits: RateLimits | None) -> Callable[[Setup], Coroutine[Any, Any, Outcome]]:
     async def row(setup: Setup) -> Outcome:
         target = setup.target
         async with ContractClient(
@@ -134,7 +135,7 @@ def _with_tenacity(
     return decorate(create)
 
 
-def _aiohttp(*, tenacity: bool, limiter: bool) -> Callable[[Setup], Awaitable[Outcome]]:
+def _aiohttp(*, tenacity: bool, limiter: bool) -> Callable[[Setup], Coroutine[Any, Any, Outcome]]:
     async def row(setup: Setup) -> Outcome:
         target = setup.target
         url = f"{setup.url}/v1/teams/{target.team_id}/contracts"
@@ -166,7 +167,7 @@ class Row:
     """One row of table 1."""
 
     name: str
-    run: Callable[[Setup], Awaitable[Outcome]]
+    run: Callable[[Setup], Coroutine[Any, Any, Outcome]]
     rate_headers: bool = True
     target: str = ""  # the design target, printed beside the figures
 
@@ -252,6 +253,15 @@ def limit_table(emulator: Emulator, setup: Setup) -> None:
         )
     )
     print()
+    print(
+        "success/s ÷ R: contracts created ÷ seconds from the first request to the last "
+        "answer ÷ R (above 1 only\n  when a run is so short that the emulator's initial "
+        f"burst of {setup.burst} counts).\n"
+        "CPU µs/req: this process's CPU time ÷ HTTP requests sent. A paced client wakes up "
+        "for about every request,\n  and one idle event-loop wakeup alone costs "
+        f"{wakeup_cpu():.0f} µs of CPU on this machine."
+    )
+    print()
     print("\n".join(notes))
 
 
@@ -264,9 +274,7 @@ def _elapsed_cpu(emulator: Emulator, before: float | None) -> float | None:
 # Table 2: no limit in the way, CPU per request
 
 
-async def _measure_sdk(
-    setup: Setup, op: str, contract_id: int, limits: RateLimits | None
-) -> Drive:
+async def _measure_sdk(setup: Setup, op: str, contract_id: int, limits: RateLimits | None) -> Drive:
     target = setup.target
     async with ContractClient(
         api_key=setup.api_key, base_url=setup.url, rate_limits=limits
@@ -314,7 +322,7 @@ def nolimit_table(emulator: Emulator, setup: Setup, repeats: int) -> None:
     """Table 2: client CPU per request, no limit, each config measured ``repeats`` times."""
     emulator.set_limits(read_rate=None, write_rate=None)
     high = 1e6
-    configs: list[tuple[str, Callable[[str, int], Awaitable[Drive]]]] = [
+    configs: list[tuple[str, Callable[[str, int], Coroutine[Any, Any, Drive]]]] = [
         ("aiohttp (plain)", lambda op, cid: _measure_aiohttp(setup, op, cid)),
         (
             "contractsdk, rate_limits=None",
