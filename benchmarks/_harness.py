@@ -207,6 +207,10 @@ class Emulator:
         """Call ``/__sandbox/{path}`` with the admin token and return its JSON answer."""
         return self._call(method, f"/__sandbox/{path}", body, token=self.admin_token)
 
+    def get_json(self, path: str) -> Any:
+        """``GET {url}{path}`` with the first API key; return the decoded JSON."""
+        return self._call("GET", path, token=self.api_key)
+
     def reset(self) -> None:
         """Back to the seed: no contracts, zero counters, every bucket full (limits kept)."""
         self.admin("POST", "reset")
@@ -242,7 +246,7 @@ class Emulator:
         user = info["users"][0]
         ctype = next(t for t in info["contract_types"] if t["name"] == contract_type)
         template_id = ctype["template_ids"][0]
-        terms = self._call("GET", f"/v1/templates/{template_id}/terms", token=self.api_key)
+        terms = self.get_json(f"/v1/templates/{template_id}/terms")
         ids = {term["name"]: term["id"] for term in terms}
         order = [term["name"] for term in terms if term["name"] in NDA_VALUES]
         return Target(
