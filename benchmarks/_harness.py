@@ -16,6 +16,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections import Counter
@@ -41,6 +42,9 @@ __all__ = [
 #: A minimal valid contract of the seeded Non-Disclosure Agreement (``_seed_terms.py``): a
 #: name, and one option of the one options term, which has no nested terms under "mutual".
 NDA_VALUES = {"contract_name": "Benchmark NDA", "contract_ndaType": "mutual"}
+
+#: Seconds the emulator may take to print its banner.
+START_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
@@ -140,6 +144,9 @@ class Emulator:
             self.argv, stdout=subprocess.PIPE, stderr=self._stderr, text=True
         )
         assert process.stdout is not None
+        # A process that never prints its banner is killed, which ends the loop below.
+        watchdog = threading.Timer(START_TIMEOUT, process.kill)
+        watchdog.start()
         # The banner (contractsdk/sandbox/_cli.py): "  URL  http://…", "  API keys  k1" then
         # one more key per line, "  Admin token  t  (for …)", and "Press Ctrl-C to stop."
         key_lines = False
@@ -159,9 +166,11 @@ class Emulator:
                 self.api_keys.append(words[0])
                 continue
             key_lines = False
+        watchdog.cancel()
         if not (self.url and self.api_keys and self.admin_token):
+            errors = self._stderr_text()
             self.stop()
-            raise RuntimeError(f"the emulator did not start:\n{self._stderr_text()}")
+            raise RuntimeError(f"the emulator did not start: {' '.join(self.argv)}\n{errors}")
 
     def stop(self) -> None:
         """Stop the process (it exits on SIGTERM)."""
