@@ -1,33 +1,53 @@
-"""Run the benchmarks: ``python -m benchmarks [NAME ...]`` (NAME: ``bulk`` for bench_bulk.py).
+"""``python -m benchmarks [NAME ...] [OPTIONS]``: run the ``bench_*.py`` modules in name order.
 
-Every ``benchmarks/bench_*.py`` module exposes ``run() -> None``, which prints its table.
+Each module has ``run(argv) -> None`` (or ``run()``). The leading arguments that are not
+options pick modules by name (``ratelimit`` runs ``bench_ratelimit.py``); the rest are
+passed to each module's ``run``. With no name, every module runs.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 import sys
 from pathlib import Path
 
+PREFIX = "bench_"
+
+
+def discover() -> list[str]:
+    """Names of the benchmark modules, without the ``bench_`` prefix, in name order."""
+    here = [str(Path(__file__).parent)]
+    return sorted(
+        info.name.removeprefix(PREFIX)
+        for info in pkgutil.iter_modules(here)
+        if info.name.startswith(PREFIX)
+    )
+
 
 def main(argv: list[str]) -> int:
-    here = Path(__file__).resolve().parent
-    names = sorted(
-        info.name for info in pkgutil.iter_modules([str(here)]) if info.name.startswith("bench_")
-    )
-    wanted = {f"bench_{name.removeprefix('bench_')}" for name in argv}
-    unknown = wanted - set(names)
+    """Run the selected benchmarks; return the exit status."""
+    names = []
+    while argv and not argv[0].startswith("-"):
+        names.append(argv.pop(0).removeprefix(PREFIX).removesuffix(".py"))
+    available = discover()
+    unknown = [name for name in names if name not in available]
     if unknown:
-        print(f"no benchmark {', '.join(sorted(unknown))}; have {', '.join(names)}")
+        print(
+            f"unknown benchmark(s): {', '.join(unknown)}; available: {', '.join(available)}",
+            file=sys.stderr,
+        )
         return 2
-    for name in names:
-        if wanted and name not in wanted:
+    for name in available:
+        if names and name not in names:
             continue
-        print(f"== {name}")
-        module = importlib.import_module(f"benchmarks.{name}")
-        module.run()
-        print()
+        module = importlib.import_module(f"benchmarks.{PREFIX}{name}")
+        run = module.run
+        if inspect.signature(run).parameters:
+            run(list(argv))
+        else:
+            run()
     return 0
 
 

@@ -41,11 +41,19 @@ it. A token-bucket server (the service and the sandbox) admits exactly its rate 
 burst is spent, so W is close to R, and CUBIC's long plateau at W keeps the learned rate
 just under R with one 429 every several seconds. AIMD's constant slope crosses R again
 every ``(1 - beta)*R/step`` seconds, trading either throughput (small step) or 429s (large
-step). Two changes to botocore:
+step). Three changes to botocore:
 
 * W is the lowest of the rate in use, the measured send rate and the measured *admitted*
   rate (non-429 answers per second). When overdriven the server admits R/s, so W lands near
   R instead of near the overshoot, and the rate settles instead of oscillating.
+* The server's counter running out (``remaining`` 0 on a success) is a throttle one
+  request early, like TCP's ECN: it lowers the rate (once per overload, as a 429 does) and
+  empties the bucket, but does not pause it. The request went through, and how long the
+  counter stays empty is unknown: ``X-RateLimit-Reset`` is a window's end for some servers
+  and a token bucket's time to full for others (the sandbox: rounded up, so at least 1 s
+  where one token is back after 1/R). Pausing until it on every exhausted success halved
+  the throughput of a client learning a limit from those headers. A 429 that says
+  remaining 0 still pauses until the reset, and so does a bucket that does not pace.
 * Unknown limits start with a slow start, not unthrottled: with 64 concurrent tasks an
   unthrottled first wave meets a server burst of 20 with 44 429s before any feedback
   arrives. The rate starts at ``SLOW_START_RATE`` and doubles about every
@@ -579,19 +587,15 @@ class _Bucket:
         if hints.retry_after is not None and (throttled or status >= 500):
             self._pause(now + hints.retry_after, now)
             paused = True
+        exhausted = hints.remaining is not None and hints.remaining < 1
         if hints.remaining is not None:
             self.server_remaining = hints.remaining
-            if self.rate is not None:
-                # Match the server's count; at 0 the next grant waits one token (1/rate).
-                # Not a pause until `reset`: a token-bucket server refills continuously and
-                # its reset is often the time until *full*, rounded up to whole seconds, so
-                # waiting for it would idle the client. A window-based server answers the
-                # next request with a 429, whose Retry-After pauses us properly.
-                self._refill(now)
-                self.tokens = min(self.tokens, hints.remaining)
-            elif hints.remaining < 1 and hints.reset:
+            if exhausted and hints.reset and (throttled or self.rate is None):
                 self._pause(now + hints.reset, now)
                 paused = True
+            elif self.rate is not None:
+                self._refill(now)
+                self.tokens = min(self.tokens, hints.remaining)
         if throttled:
             self.throttles += 1
             if fresh:
@@ -602,7 +606,10 @@ class _Bucket:
         else:
             self._admitted.add(now)
             if self._adaptive:
-                self._increase(now)
+                if exhausted and fresh:
+                    self._decrease(now)
+                else:
+                    self._increase(now)
 
     def _decrease(self, now: float) -> None:
         # W: the lowest of the rate in use and what was measured (module docstring).
@@ -731,8 +738,10 @@ class RateLimiter:
         """Learn from the response to a request of ``method``; never raises.
 
         A 429 pauses the whole bucket (every waiting and later task) until its
-        ``Retry-After`` or briefly, and lowers the rate; other answers let it climb
-        back. Rate-limit headers adjust the bucket whatever the status.
+        ``Retry-After`` or briefly, and lowers the rate; a success that says the server's
+        counter ran out (remaining 0) lowers the rate and empties the bucket without a
+        pause; other answers let it climb back. Rate-limit headers adjust the bucket
+        whatever the status.
 
         Args:
             method: The request's HTTP method.
