@@ -342,15 +342,13 @@ class ContractClient:
         if limiter is not None:
             await self._acquire(limiter, request)
         await instrumentation.on_request(request)
-        sent = attrs.evolve(
-            request, headers=request.headers.merged({"Authorization": f"Bearer {token}"})
-        )
+        sent = request.with_header("Authorization", f"Bearer {token}")
         started = self._clock()
         response = await self._transport.handle_async_request(sent)
         if limiter is not None:  # in the task that acquired: the limiter relies on it
             limiter.record(request.method, response.status_code, response.headers)
         # Hooks and errors see the request without its credential.
-        response = attrs.evolve(response, request=request)
+        response = response.for_request(request)
         await instrumentation.on_response(response, self._clock() - started)
         return response
 
@@ -373,7 +371,7 @@ class ContractClient:
         await self._instrumentation.on_request(shown)
         started = self._clock()
         response = await self._transport.handle_async_request(request)
-        response = attrs.evolve(response, request=shown)
+        response = response.for_request(shown)
         await self._instrumentation.on_response(response, self._clock() - started)
         return response
 

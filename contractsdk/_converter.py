@@ -18,6 +18,7 @@ A body that cannot be read raises :class:`ResponseValidationError` naming each b
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
@@ -54,6 +55,10 @@ _DATETIME = re.compile(
 )
 
 
+#: Python 3.11's fromisoformat reads ISO 8601 and the Spring form; 3.10's reads neither.
+_FROMISOFORMAT_READS_SPRING = sys.version_info >= (3, 11)
+
+
 def parse_datetime(value: object) -> datetime:
     """Read a service timestamp into an aware datetime (naive values are taken as UTC).
 
@@ -69,6 +74,13 @@ def parse_datetime(value: object) -> datetime:
         return datetime.fromtimestamp(value / 1000, tz=timezone.utc)
     if not isinstance(value, str):
         raise ValueError(f"expected a timestamp, got {type(value).__name__}")
+    if _FROMISOFORMAT_READS_SPRING:  # Python 3.11+: ~1 µs instead of ~15 µs for the regex
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            pass
+        else:
+            return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
     match = _DATETIME.fullmatch(value.strip())
     if match is None:
         raise ValueError(f"not a timestamp: {value!r}")
@@ -87,12 +99,14 @@ def parse_datetime(value: object) -> datetime:
 
 
 def _structure_int(value: object, _: object) -> int:
-    if isinstance(value, bool):
-        raise ValueError(f"expected an integer id, got {value!r}")
-    if isinstance(value, int):
+    if type(value) is int:  # the common case first: every answer is full of ids
         result = value
-    elif (isinstance(value, float) and value.is_integer()) or (
-        isinstance(value, str) and value.strip().lstrip("-").isdigit()
+    elif isinstance(value, bool):
+        raise ValueError(f"expected an integer id, got {value!r}")
+    elif (
+        isinstance(value, int)
+        or (isinstance(value, float) and value.is_integer())
+        or (isinstance(value, str) and value.strip().lstrip("-").isdigit())
     ):
         result = int(value)
     else:
@@ -103,7 +117,7 @@ def _structure_int(value: object, _: object) -> int:
 
 
 def _structure_str(value: object, _: object) -> str:
-    if isinstance(value, str):
+    if type(value) is str or isinstance(value, str):
         return value
     # Values are strings on the wire (§7), but a number is unambiguous; a dict is not.
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -132,12 +146,69 @@ def _structure_links(value: object, _: object) -> tuple[Link, ...]:
     raise ValueError(f"expected links, got {type(value).__name__}")
 
 
-def _make_converter() -> cattrs.Converter:
-    converter = cattrs.Converter(detailed_validation=True, prefer_attrib_converters=False)
-    converter.register_structure_hook(int, _structure_int)
-    converter.register_structure_hook(str, _structure_str)
-    converter.register_structure_hook(datetime, lambda value, _: parse_datetime(value))
+def _structure_datetime(value: object, _: object) -> datetime:
+    return parse_datetime(value)
+
+
+def _optional(hook: Callable[[Any, Any], T]) -> Callable[[Any, Any], T | None]:
+    """A hook for ``X | None`` (cattrs's generic union path costs a few µs per field)."""
+
+    def structure_optional(value: Any, kind: Any) -> T | None:
+        return None if value is None else hook(value, kind)
+
+    return structure_optional
+
+
+_MODELS = (User, Team, ContractType, Template, Term, TermOption, ContractField, Contract)
+
+
+def _is_model_tuple(kind: Any) -> bool:
+    args: tuple[Any, ...] = getattr(kind, "__args__", ())
+    return (
+        getattr(kind, "__origin__", None) is tuple
+        and len(args) == 2
+        and args[1] is Ellipsis
+        and args[0] in _MODELS
+    )
+
+
+def _model_tuple_hook(kind: Any, converter: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    item = kind.__args__[0]
+    found: list[Callable[[Any, Any], Any]] = []  # the item's hook, looked up at first use
+
+    def structure_tuple(value: Any, _: Any) -> tuple[Any, ...]:
+        if type(value) is not list:
+            raise ValueError(f"expected an array, got {type(value).__name__}")
+        if not found:
+            found.append(converter.get_structure_hook(item))
+        hook = found[0]
+        return tuple([hook(element, item) for element in value])
+
+    return structure_tuple
+
+
+def _is(expected: Any) -> Callable[[Any], bool]:
+    def matches(kind: Any) -> bool:
+        return bool(kind == expected)
+
+    return matches
+
+
+def _make_converter(*, detailed: bool) -> cattrs.Converter:
+    converter = cattrs.Converter(detailed_validation=detailed, prefer_attrib_converters=False)
+    hooks: list[tuple[type[Any], Callable[[Any, Any], Any]]] = [
+        (int, _structure_int),
+        (str, _structure_str),
+        (datetime, _structure_datetime),
+    ]
+    for kind, hook in hooks:
+        converter.register_structure_hook(kind, hook)
+        converter.register_structure_hook_func(_is(kind | None), _optional(hook))
     converter.register_structure_hook_func(lambda t: t == tuple[Link, ...], _structure_links)
+    if not detailed:
+        # Tuples of models without cattrs's per-item dispatch (the detailed converter keeps
+        # it, for the index in its error paths).
+        converter.register_structure_hook_factory(_is_model_tuple, _model_tuple_hook)
 
     _register(converter, User)
     _register(converter, Team)
@@ -174,9 +245,10 @@ def _register(
     after: Callable[[T], T] | None = None,
     **renames: str,
 ) -> None:
-    wire_names = {"links": "links", **renames}
+    fields = attrs.fields_dict(cls)  # type: ignore[arg-type]  # cls is an attrs class
+    wire_names = {**({"links": "links"} if "links" in fields else {}), **renames}
     overrides = {attr: override(rename=wire) for attr, wire in wire_names.items()}
-    keeps_raw = "raw" in attrs.fields_dict(cls)  # type: ignore[arg-type]  # cls is an attrs class
+    keeps_raw = "raw" in fields
     if keeps_raw:
         overrides["raw"] = override(omit=True)
     base = make_dict_structure_fn(
@@ -188,7 +260,7 @@ def _register(
     aliased = [(wire, _ALIASES[wire]) for wire in wire_names.values() if wire in _ALIASES]
 
     def structure_model(value: Any, _: Any) -> T:
-        if not isinstance(value, Mapping):
+        if type(value) is not dict and not isinstance(value, Mapping):
             raise ValueError(f"expected an object, got {type(value).__name__}")
         data = value
         for wire, names in aliased:
@@ -205,13 +277,35 @@ def _register(
     converter.register_structure_hook(cls, structure_model)
 
 
-_converter = _make_converter()
+# Two converters built alike: the fast one reads every answer; only when it fails is the
+# body read again by the detailed one, whose errors name each bad field.
+_converter = _make_converter(detailed=False)
+_detailed = _make_converter(detailed=True)
 
 
 def _describe(exc: Exception) -> list[str]:
     if isinstance(exc, cattrs.BaseValidationError):
         return cattrs.transform_error(exc, path="$")
     return [f"$: {exc}"]
+
+
+def _explain(data: Any, cls: Any) -> list[str]:
+    """Return the detailed converter's description of why ``data`` is not a ``cls``."""
+    try:
+        _detailed.structure(data, cls)
+    except (cattrs.BaseValidationError, ValueError, TypeError, KeyError) as exc:
+        return _describe(exc)
+    return ["$: could not be read"]  # pragma: no cover - the converters agree on failures
+
+
+def _error(cls: type[Any], errors: list[str], method: str, url: str, what: str) -> Exception:
+    return ResponseValidationError(
+        f"could not read the service's answer as {what}: " + "; ".join(errors[:5]),
+        model=cls.__name__,
+        errors=errors,
+        method=method,
+        url=url,
+    )
 
 
 def structure(data: Any, cls: type[T], *, method: str = "", url: str = "") -> T:
@@ -222,15 +316,8 @@ def structure(data: Any, cls: type[T], *, method: str = "", url: str = "") -> T:
     """
     try:
         return _converter.structure(data, cls)
-    except (cattrs.BaseValidationError, ValueError, TypeError, KeyError) as exc:
-        errors = _describe(exc)
-        raise ResponseValidationError(
-            f"could not read the service's answer as {cls.__name__}: " + "; ".join(errors[:5]),
-            model=cls.__name__,
-            errors=errors,
-            method=method,
-            url=url,
-        ) from None
+    except Exception:  # any failure of the fast path; the detailed one says what it was
+        raise _error(cls, _explain(data, cls), method, url, cls.__name__) from None
 
 
 def structure_list(data: Any, cls: type[T], *, method: str = "", url: str = "") -> list[T]:
@@ -239,31 +326,16 @@ def structure_list(data: Any, cls: type[T], *, method: str = "", url: str = "") 
     Raises:
         ResponseValidationError: Not an array, or an item does not fit; each field is named.
     """
+    what = f"a list of {cls.__name__}"
     if not isinstance(data, list):
-        raise ResponseValidationError(
-            f"could not read the service's answer as a list of {cls.__name__}: "
-            f"$: expected an array, got {type(data).__name__}",
-            model=cls.__name__,
-            errors=[f"$: expected an array, got {type(data).__name__}"],
-            method=method,
-            url=url,
-        )
-    return _structure_items(data, cls, method, url)
-
-
-def _structure_items(data: list[Any], cls: type[T], method: str, url: str) -> list[T]:
+        errors = [f"$: expected an array, got {type(data).__name__}"]
+        raise _error(cls, errors, method, url, what)
+    structure_one = _converter.structure
     items = []
     for index, item in enumerate(data):
         try:
-            items.append(_converter.structure(item, cls))
-        except (cattrs.BaseValidationError, ValueError, TypeError, KeyError) as exc:
-            errors = [line.replace("$", f"$[{index}]", 1) for line in _describe(exc)]
-            raise ResponseValidationError(
-                f"could not read the service's answer as a list of {cls.__name__}: "
-                + "; ".join(errors[:5]),
-                model=cls.__name__,
-                errors=errors,
-                method=method,
-                url=url,
-            ) from None
+            items.append(structure_one(item, cls))
+        except Exception:
+            errors = [line.replace("$", f"$[{index}]", 1) for line in _explain(item, cls)]
+            raise _error(cls, errors, method, url, what) from None
     return items

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, KeysView, Mapping
 from typing import Any, Final, Literal
 
 import attrs
@@ -50,8 +50,15 @@ class Headers(Mapping[str, str]):
     __slots__ = ("_items",)
 
     def __init__(self, headers: Mapping[str, str] | Iterable[tuple[str, str]] = ()) -> None:
-        pairs = headers.items() if isinstance(headers, Mapping) else headers
+        pairs = headers.items() if isinstance(headers, dict | Mapping) else headers
         self._items: dict[str, tuple[str, str]] = {k.lower(): (k, v) for k, v in pairs}
+
+    @classmethod
+    def _of(cls, items: dict[str, tuple[str, str]]) -> Headers:
+        """Wrap an items dict (lower-case name → (name, value)) without copying it."""
+        headers = cls.__new__(cls)
+        headers._items = items
+        return headers
 
     def __getitem__(self, key: str) -> str:
         return self._items[key.lower()][1]
@@ -76,16 +83,26 @@ class Headers(Mapping[str, str]):
 
     def merged(self, other: Mapping[str, str]) -> Headers:
         """Return a copy with ``other``'s headers added or replacing these."""
-        merged = Headers()
-        merged._items = {**self._items, **{k.lower(): (k, v) for k, v in other.items()}}
-        return merged
+        return Headers._of({**self._items, **{k.lower(): (k, v) for k, v in other.items()}})
+
+    def lower_names(self) -> KeysView[str]:
+        """The header names in lower case, as a set-like view (no copy)."""
+        return self._items.keys()
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """Return the ``(name, value)`` pairs with their original spelling (a fast ``items``)."""
+        return list(self._items.values())
+
+    def with_header(self, name: str, value: str) -> Headers:
+        """Return a copy with one header added or replaced (cheaper than :meth:`merged`)."""
+        items = self._items.copy()
+        items[name.lower()] = (name, value)
+        return Headers._of(items)
 
     def without(self, *names: str) -> Headers:
         """Return a copy without the named headers."""
         dropped = {name.lower() for name in names}
-        kept = Headers()
-        kept._items = {k: v for k, v in self._items.items() if k not in dropped}
-        return kept
+        return Headers._of({k: v for k, v in self._items.items() if k not in dropped})
 
     def redacted(self) -> dict[str, str]:
         """Return a plain dict with the values of sensitive headers replaced by ``[redacted]``."""
@@ -136,9 +153,20 @@ class Request:
         path = rest[slash:] if slash >= 0 else "/"
         return path.split("?", 1)[0]
 
+    def with_header(self, name: str, value: str) -> Request:
+        """Return a copy of this request with one header added or replaced."""
+        return Request(
+            method=self.method,
+            url=self.url,
+            headers=self.headers.with_header(name, value),
+            content=self.content,
+            timeout=self.timeout,
+            extensions=self.extensions,
+        )
+
     def json(self) -> Any:
         """Decode the body as JSON (``None`` when there is no body)."""
-        return None if self.content is None else json.loads(self.content)
+        return None if self.content is None else _loads(self.content)
 
 
 @attrs.frozen(kw_only=True)
@@ -167,10 +195,28 @@ class Response:
         """The body decoded as UTF-8 (undecodable bytes replaced)."""
         return self.content.decode("utf-8", errors="replace")
 
+    def for_request(self, request: Request | None) -> Response:
+        """Return this response as the answer to ``request`` (e.g. one without credentials)."""
+        return Response(
+            status_code=self.status_code,
+            headers=self.headers,
+            content=self.content,
+            request=request,
+        )
+
     def json(self) -> Any:
         """Decode the body as JSON.
 
         Raises:
             ValueError: The body is not JSON.
         """
-        return json.loads(self.content)
+        return _loads(self.content)
+
+
+def _loads(content: bytes) -> Any:
+    # RFC 8259 §8.1: JSON between systems is UTF-8; decoding first skips json's detection.
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        return json.loads(content)  # another UTF encoding, detected by json
+    return json.loads(text)

@@ -63,6 +63,7 @@ class AiohttpTransport:
         self._max_connections = max_connections
         self._session = session
         self._owns_session = session is None
+        self._timeouts: dict[float | None, aiohttp.ClientTimeout] = {}
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -81,18 +82,20 @@ class AiohttpTransport:
     async def handle_async_request(self, request: Request) -> Response:
         """Send the request with aiohttp and read the whole body."""
         session = self._open()
-        timeout = aiohttp.ClientTimeout(
-            total=None,
-            connect=None,
-            sock_connect=self._connect_timeout,
-            sock_read=request.timeout,
-        )
+        timeout = self._timeouts.get(request.timeout)
+        if timeout is None:  # one per distinct read timeout: a client uses one or two
+            timeout = self._timeouts[request.timeout] = aiohttp.ClientTimeout(
+                total=None,
+                connect=None,
+                sock_connect=self._connect_timeout,
+                sock_read=request.timeout,
+            )
         where = {"method": request.method, "url": request.url.split("?", 1)[0]}
         try:
             async with session.request(
                 request.method,
                 request.url,
-                headers=dict(request.headers),
+                headers=request.headers.pairs(),
                 data=request.content,
                 timeout=timeout,
                 allow_redirects=False,

@@ -53,7 +53,7 @@ async def test_request_is_mapped_and_response_read() -> None:
     assert response.status_code == 201 and response.json() == {"ok": True}
     assert response.headers["x-request-id"] == "r1"
     assert seen["data"] == b'{"name":"a"}'
-    assert seen["headers"] == {"Content-Type": "application/json"}
+    assert dict(seen["headers"]) == {"Content-Type": "application/json"}  # type: ignore[call-overload]
     assert seen["allow_redirects"] is False
 
 
@@ -114,7 +114,7 @@ async def test_client_over_aioresponses_with_sample_terms() -> None:
                 await client.users.get(9)
     assert terms.find("contract_name") is not None
     call = mocked.requests[("GET", aiohttp.client.URL(f"{BASE}/templates/149/terms"))][0]  # type: ignore[attr-defined]
-    assert call.kwargs["headers"]["Authorization"] == f"Bearer {API_KEY}"
+    assert dict(call.kwargs["headers"])["Authorization"] == f"Bearer {API_KEY}"
 
 
 async def test_session_is_closed_with_the_client() -> None:

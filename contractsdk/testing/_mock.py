@@ -51,17 +51,8 @@ class MockTransport:
         self.requests.append(request)
         result = self.handler(request)
         response = await result if inspect.isawaitable(result) else result
-        return response if response.request is not None else _with_request(response, request)
+        return response if response.request is not None else response.for_request(request)
 
     async def aclose(self) -> None:
         """Mark the transport closed."""
         self.closed = True
-
-
-def _with_request(response: Response, request: Request) -> Response:
-    return Response(
-        status_code=response.status_code,
-        headers=response.headers,
-        content=response.content,
-        request=request,
-    )
