@@ -16,8 +16,8 @@ import asyncio
 import json
 import logging
 import re
+import secrets
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
@@ -299,7 +299,7 @@ class ContractClient:
             headers["Content-Type"] = "application/json"
         if method == "POST":
             # Made once per logical call, reused by every attempt; a caller's key wins.
-            headers["Idempotency-Key"] = idempotency_key or str(uuid.uuid4())
+            headers["Idempotency-Key"] = idempotency_key or secrets.token_hex(16)
         return Request(
             method=method,
             url=self._base + path,

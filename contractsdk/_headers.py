@@ -235,8 +235,11 @@ def parse_rate_limit_headers(headers: Mapping[str, str], *, now: float) -> RateL
         headers: The response headers (a plain dict is read case-insensitively too).
         now: The wall-clock time (``time.time()``), for HTTP dates and epochs.
     """
-    names = headers.lower_names() if isinstance(headers, Headers) else map(str.lower, headers)
-    if _RATE_LIMIT_HEADERS.isdisjoint(names):
+    if (
+        not headers.has_any(_RATE_LIMIT_HEADERS)
+        if isinstance(headers, Headers)
+        else _RATE_LIMIT_HEADERS.isdisjoint(map(str.lower, headers))
+    ):
         return _NO_HINTS  # the usual case: one pass over the names, no lookups
     if not isinstance(headers, Headers):
         headers = Headers(headers)

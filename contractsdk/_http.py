@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Iterable, Iterator, KeysView, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final, Literal
 
 import attrs
@@ -47,18 +47,39 @@ class Headers(Mapping[str, str]):
     shown in a traceback without its credential.
     """
 
-    __slots__ = ("_items",)
+    __slots__ = ("_dict", "_source")
 
     def __init__(self, headers: Mapping[str, str] | Iterable[tuple[str, str]] = ()) -> None:
         pairs = headers.items() if isinstance(headers, dict | Mapping) else headers
-        self._items: dict[str, tuple[str, str]] = {k.lower(): (k, v) for k, v in pairs}
+        self._dict: dict[str, tuple[str, str]] | None = {k.lower(): (k, v) for k, v in pairs}
+        self._source: Mapping[str, str] | None = None
 
     @classmethod
     def _of(cls, items: dict[str, tuple[str, str]]) -> Headers:
         """Wrap an items dict (lower-case name → (name, value)) without copying it."""
         headers = cls.__new__(cls)
-        headers._items = items
+        headers._dict, headers._source = items, None
         return headers
+
+    @classmethod
+    def lazy(cls, source: Mapping[str, str]) -> Headers:
+        """Wrap an immutable, case-insensitive mapping (aiohttp's), read when first needed.
+
+        Most responses' headers are never read on the way to a model, so the transport
+        saves building the index for them.
+        """
+        headers = cls.__new__(cls)
+        headers._dict, headers._source = None, source
+        return headers
+
+    @property
+    def _items(self) -> dict[str, tuple[str, str]]:
+        items = self._dict
+        if items is None:
+            source = self._source or {}
+            items = self._dict = {k.lower(): (k, v) for k, v in source.items()}
+            self._source = None
+        return items
 
     def __getitem__(self, key: str) -> str:
         return self._items[key.lower()][1]
@@ -81,13 +102,19 @@ class Headers(Mapping[str, str]):
 
     __hash__ = None  # type: ignore[assignment]  # mutable-looking mapping: not hashable, like dict
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Headers, (self.pairs(),))  # a lazy source (aiohttp's multidict) is not picklable
+
     def merged(self, other: Mapping[str, str]) -> Headers:
         """Return a copy with ``other``'s headers added or replacing these."""
         return Headers._of({**self._items, **{k.lower(): (k, v) for k, v in other.items()}})
 
-    def lower_names(self) -> KeysView[str]:
-        """The header names in lower case, as a set-like view (no copy)."""
-        return self._items.keys()
+    def has_any(self, names: frozenset[str]) -> bool:
+        """Whether any of these lower-case names is present (lazy headers stay unread)."""
+        source = self._source
+        if self._dict is None and source is not None:  # case-insensitive itself (aiohttp's)
+            return any(name in source for name in names)
+        return not names.isdisjoint(self._items.keys())
 
     def pairs(self) -> list[tuple[str, str]]:
         """Return the ``(name, value)`` pairs with their original spelling (a fast ``items``)."""

@@ -103,7 +103,7 @@ class AiohttpTransport:
                 content = await raw.read()
                 return Response(
                     status_code=raw.status,
-                    headers=Headers(raw.headers.items()),
+                    headers=Headers.lazy(raw.headers),
                     content=content,
                     request=request,
                 )

@@ -45,6 +45,18 @@ class TestHeaders:
         assert dict(headers) == {"accept": "b", "X": "1"}
         assert dict(headers.without("x")) == {"accept": "b"}
 
+    def test_lazy_headers_read_on_first_use_and_pickle(self) -> None:
+        """Lazily wrapped headers answer like eager ones, and pickle as plain headers."""
+        from multidict import CIMultiDict, CIMultiDictProxy
+
+        headers = Headers.lazy(CIMultiDictProxy(CIMultiDict({"Content-Type": "a", "X-Id": "1"})))
+        assert headers.has_any(frozenset({"x-id", "retry-after"}))
+        assert not headers.has_any(frozenset({"retry-after"}))
+        assert headers["content-type"] == "a" and "x-id" in headers
+        assert headers.has_any(frozenset({"x-id"}))  # and once read, from its own index
+        copy = pickle.loads(pickle.dumps(headers))
+        assert copy == {"content-type": "a", "x-id": "1"}
+
     def test_equality_with_mappings(self) -> None:
         """Headers equal a dict with the same names in any case."""
         assert Headers({"A": "1"}) == {"a": "1"}
