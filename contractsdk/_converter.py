@@ -258,6 +258,11 @@ def _register(
         **overrides,  # type: ignore[arg-type]  # cattrs types **kwargs as AttributeOverride only
     )
     aliased = [(wire, _ALIASES[wire]) for wire in wire_names.values() if wire in _ALIASES]
+    if not (aliased or keeps_raw or after or converter.detailed_validation):
+        # Nothing to add around cattrs's own function (ContractField, read by the dozen):
+        # a non-object fails inside it, and the detailed converter explains.
+        converter.register_structure_hook(cls, base)
+        return
 
     def structure_model(value: Any, _: Any) -> T:
         if type(value) is not dict and not isinstance(value, Mapping):
