@@ -4,8 +4,8 @@ The hierarchy::
 
     ContractSDKError                    root: nothing the SDK raises on purpose is outside it
     ├── ConfigurationError (ValueError) bad client settings or arguments, raised before any I/O
-│   └── JournalError                a bulk journal that cannot be used (another job's, locked,
-│                                   unreadable): contractsdk.bulk
+    │   └── JournalError                a bulk journal that cannot be used (another job's,
+    │                                   locked, unreadable): contractsdk.bulk
     ├── TransportError                  no usable HTTP response
     │   ├── ConnectError                the request was NOT sent: safe to retry for any method
     │   ├── ConnectTimeoutError         (also TimeoutError) the connection was never made
