@@ -24,16 +24,15 @@ Everything here is pure: no I/O, no clock, no event loop.
 from __future__ import annotations
 
 import difflib
-import math
-import numbers
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from datetime import date, datetime
+from datetime import date
 from decimal import Decimal
 from typing import Any, Literal, overload
 
 import attrs
 
 from ._exceptions import TermValidationError
+from ._values import UnsendableValueError, iter_fields, to_wire_value
 from .models._models import Term
 
 __all__ = [
@@ -149,10 +148,6 @@ class _Place:
 
     def __repr__(self) -> str:
         return f"<place {self.path}>"
-
-
-class _RefusedError(Exception):
-    """A value that cannot be sent as a string (internal; becomes a ``bad_value`` problem)."""
 
 
 class TermSet(Sequence["Term"]):
@@ -415,8 +410,8 @@ class TermSet(Sequence["Term"]):
                 text = raw
             else:
                 try:
-                    text = _to_text(raw, date_format, datetime_format)
-                except _RefusedError as refused:
+                    text = to_wire_value(raw, date_format, datetime_format)
+                except UnsendableValueError as refused:
                     problems.append((place.index, _problem("bad_value", place, str(refused))))
                     unusable.add(name)
                     continue
@@ -705,8 +700,8 @@ class TermSet(Sequence["Term"]):
             if not places or raw is None:
                 continue
             try:
-                shown.setdefault(places[0].name, _to_text(raw, date_format, datetime_format))
-            except _RefusedError:
+                shown.setdefault(places[0].name, to_wire_value(raw, date_format, datetime_format))
+            except UnsendableValueError:
                 shown.setdefault(places[0].name, repr(raw))
         lines: list[str] = []
         self._render(self._top, shown, 0, lines)
@@ -751,8 +746,8 @@ def unchecked_fields(
         if value is None:
             continue
         try:
-            text = _to_text(value, date_format, datetime_format)
-        except _RefusedError as exc:
+            text = to_wire_value(value, date_format, datetime_format)
+        except UnsendableValueError as exc:
             problems.append(
                 TermProblem(kind="bad_value", path=str(key), term=str(key), message=str(exc))
             )
@@ -778,14 +773,10 @@ def values_from_fields(fields: Iterable[Mapping[str, Any]]) -> dict[str | int, A
         Entries without a value are skipped (their nested entries are still read).
     """
     flat: dict[str | int, Any] = {}
-    stack = list(reversed(list(fields)))
-    while stack:
-        entry = stack.pop()
+    for entry in iter_fields(fields):
         key = entry.get("name") or entry.get("id")
         if key is not None and entry.get("value") is not None:
             flat[key] = entry["value"]
-        nested = entry.get("nested_fields") or entry.get("nestedFields") or ()
-        stack.extend(reversed(list(nested)))
     return flat
 
 
@@ -834,38 +825,3 @@ def _list_options(options: Sequence[str]) -> str:
     if len(options) > _MAX_LISTED_OPTIONS:
         listed += f" and {len(options) - _MAX_LISTED_OPTIONS} more"
     return listed
-
-
-def _to_text(value: object, date_format: str | None, datetime_format: str | None) -> str:
-    """Return a value as the string the service stores (§7: every value is a string).
-
-    Raises:
-        _RefusedError: If the value has no unambiguous string form.
-    """
-    # bool before int (bool is an int): True is not "1", nor an option value such as
-    # "mortgageYes"; guessing would send a wrong contract.
-    if isinstance(value, bool):
-        raise _RefusedError(f"{value!r} is a bool; give the option value or text as a string")
-    if isinstance(value, str):
-        return str.__str__(value)  # the plain string of a str subclass (or str-valued Enum)
-    if isinstance(value, int):
-        return int.__repr__(value)  # digits, even for an IntEnum
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise _RefusedError(f"{value!r} is not a finite number")
-        return float.__repr__(value)  # the shortest string that reads back the same float
-    if isinstance(value, Decimal):
-        if not value.is_finite():
-            raise _RefusedError(f"{value!r} is not a finite number")
-        return format(value, "f")  # plain notation: Decimal("1E+3") → "1000"
-    # datetime before date (a datetime is a date).
-    if isinstance(value, datetime):
-        return value.isoformat() if datetime_format is None else value.strftime(datetime_format)
-    if isinstance(value, date):
-        return value.isoformat() if date_format is None else value.strftime(date_format)
-    if isinstance(value, numbers.Integral):  # e.g. numpy integers from a DataFrame row
-        return str(int(value))
-    raise _RefusedError(
-        f"a {type(value).__name__} cannot be sent as a term value; "
-        "give a str, int, float, Decimal, date or datetime"
-    )

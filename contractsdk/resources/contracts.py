@@ -10,6 +10,7 @@ import attrs
 
 from contractsdk._exceptions import ResponseValidationError
 from contractsdk._http import Response
+from contractsdk._values import iter_fields
 from contractsdk.models import Contract, ContractField, Link
 from contractsdk.models._base import id_from_href
 from contractsdk.resources._base import Resource, path_id
@@ -20,13 +21,10 @@ __all__ = ["Contracts", "flatten_fields"]
 
 def flatten_fields(fields: Iterable[Mapping[str, Any]]) -> tuple[ContractField, ...]:
     """Flatten a nested ``fields`` payload into stored fields, parents before children."""
-    flat: builtins.list[ContractField] = []
-    stack = builtins.list(reversed(builtins.list(fields)))
-    while stack:
-        field = stack.pop()
-        flat.append(ContractField(id=field.get("id"), name=field.get("name"), value=field["value"]))
-        stack.extend(reversed(field.get("nested_fields", ())))
-    return tuple(flat)
+    return tuple(
+        ContractField(id=field.get("id"), name=field.get("name"), value=field["value"])
+        for field in iter_fields(fields)
+    )
 
 
 def _created_link(response: Response) -> Link:
