@@ -200,34 +200,13 @@ async def test_a_row_left_sending_by_a_crash_is_reconciled_first(tmp_path: Path)
     async with client_for(service) as client:
         probe = job_for(client, source, journal=path)
         # What a killed run leaves: the row marked "sending" and the contract created.
-        journal = Journal.connect(path)
-        journal.claim(probe.job_id, probe.identity, "0.1.0")
-        run = journal.begin_run("create", None)
         values = {
             "contract_name": "Flat 1",
             "contract_rentFrequency": "month",
             "contract_breakClause": "breakClauseNo",
         }
         await client.contracts.create(TEAM, template_id=TEMPLATE, created_by=USER, values=values)
-        key = "sha:" + _digest_of(source[1])
-        journal.register(
-            run,
-            [
-                PreparedRow(
-                    number=2,
-                    line=None,
-                    key=key,
-                    key_label="the row",
-                    digest=key[4:],
-                    name="Flat 1",
-                    team_id=TEAM,
-                    template_id=TEMPLATE,
-                    values=values,
-                )
-            ],
-        )
-        journal.mark_sending(key)
-        journal.close()
+        _leave_sending(path, probe, number=2, row=source[1], values=values)
         posts_before = len(service.posts)
         outcomes = await collect(job_for(client, source, journal=path))
     flat1 = next(o for o in outcomes if o.name == "Flat 1")
@@ -240,6 +219,30 @@ def _digest_of(row: dict[str, str]) -> str:
     from contractsdk.bulk._rows import content_digest
 
     return content_digest(row, [])
+
+
+def _leave_sending(
+    path: Path, probe: BulkJob, *, number: int, row: dict[str, str], values: dict[str, str]
+) -> None:
+    """Leave a journal as a killed run would: this row registered and marked "sending"."""
+    journal = Journal.connect(path)
+    journal.claim(probe.job_id, probe.identity, "0.1.0")
+    run = journal.begin_run("create", None)
+    key = "sha:" + _digest_of(row)
+    prepared = PreparedRow(
+        number=number,
+        line=None,
+        key=key,
+        key_label="the row",
+        digest=key[4:],
+        name=row["contract_name"],
+        team_id=TEAM,
+        template_id=TEMPLATE,
+        values=values,
+    )
+    journal.register(run, [prepared])
+    journal.mark_sending(key)
+    journal.close()
 
 
 async def test_a_journal_from_another_job_is_refused(tmp_path: Path) -> None:
@@ -594,28 +597,7 @@ async def test_a_row_with_twins_is_never_sent_again_until_sorted_out(tmp_path: P
     source = list(rows(2))
     async with client_for(service) as client:
         probe = job_for(client, source, journal=path)
-        journal = Journal.connect(path)
-        journal.claim(probe.job_id, probe.identity, "0.1.0")
-        run = journal.begin_run("create", None)
-        key = "sha:" + _digest_of(source[0])
-        journal.register(
-            run,
-            [
-                PreparedRow(
-                    number=1,
-                    line=None,
-                    key=key,
-                    key_label="the row",
-                    digest=key[4:],
-                    name="Flat 0",
-                    team_id=TEAM,
-                    template_id=TEMPLATE,
-                    values=source[0],
-                )
-            ],
-        )
-        journal.mark_sending(key)
-        journal.close()
+        _leave_sending(path, probe, number=1, row=source[0], values=source[0])
         for _ in range(2):  # the twins, made outside the job's control
             await client.contracts.create(
                 TEAM, template_id=TEMPLATE, created_by=USER, values=source[0]

@@ -352,18 +352,22 @@ class Journal:
         """
         return [self._register(run, prepared) for prepared in rows]
 
+    def _carry_over(self, run: int, prepared: PreparedRow) -> JournalRecord:
+        """Move a row kept from an earlier run into this one (reported now, state kept)."""
+        self.db.execute(
+            "UPDATE rows SET run = ?, row = ?, line = ?, reported = ?, updated = ? WHERE key = ?",
+            (run, prepared.number, prepared.line, run, _now(), prepared.key),
+        )
+        record = self.get(prepared.key)
+        assert record is not None
+        return record
+
     def _register(self, run: int, prepared: PreparedRow) -> Registered:
         existing = self.get(prepared.key)
         if existing is not None and existing.run == run:
             return self._duplicate_row(run, prepared, existing)
         if existing is not None and existing.state == "created":
-            self.db.execute(
-                "UPDATE rows SET run = ?, row = ?, line = ?, reported = ?, updated = ? "
-                "WHERE key = ?",
-                (run, prepared.number, prepared.line, run, _now(), prepared.key),
-            )
-            record = self.get(prepared.key)
-            assert record is not None
+            record = self._carry_over(run, prepared)
             note = None
             if existing.digest != prepared.digest:
                 note = (
@@ -374,14 +378,7 @@ class Journal:
         if existing is not None and existing.state == "sending":
             # Reconciliation runs before any row is registered, so this only happens when
             # the team could not be listed; never send a row whose outcome is unknown.
-            self.db.execute(
-                "UPDATE rows SET run = ?, row = ?, line = ?, reported = ?, updated = ? "
-                "WHERE key = ?",
-                (run, prepared.number, prepared.line, run, _now(), prepared.key),
-            )
-            record = self.get(prepared.key)
-            assert record is not None
-            return Registered(record=record, send=False)
+            return Registered(record=self._carry_over(run, prepared), send=False)
         if existing is not None and existing.attempts > 0:
             blocked = self._ambiguous(run, prepared, existing)
             if blocked is not None:
