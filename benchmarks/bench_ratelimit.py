@@ -67,20 +67,27 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
 
 
+def _creator(client: ContractClient, target: Any) -> Callable[[int], Coroutine[Any, Any, None]]:
+    """The SDK's create call for row ``i``, as every contractsdk row of both tables makes it."""
+
+    async def create(i: int) -> None:
+        await client.contracts.create(
+            target.team_id,
+            template_id=target.template_id,
+            created_by=target.user_id,
+            values=target.values(i),
+        )
+
+    return create
+
+
 def _sdk(limits: RateLimits | None) -> Callable[[Setup], Coroutine[Any, Any, Outcome]]:
     async def row(setup: Setup) -> Outcome:
         target = setup.target
         async with ContractClient(
             api_key=setup.api_key, base_url=setup.url, rate_limits=limits
         ) as client:
-
-            async def create(i: int) -> None:
-                await client.contracts.create(
-                    target.team_id,
-                    template_id=target.template_id,
-                    created_by=target.user_id,
-                    values=target.values(i),
-                )
+            create = _creator(client, target)
 
             samples: list[float] = []
             sampler = asyncio.ensure_future(_sample_rate(client, samples))
@@ -279,14 +286,7 @@ async def _measure_sdk(setup: Setup, op: str, contract_id: int, limits: RateLimi
     async with ContractClient(
         api_key=setup.api_key, base_url=setup.url, rate_limits=limits
     ) as client:
-
-        async def create(i: int) -> None:
-            await client.contracts.create(
-                target.team_id,
-                template_id=target.template_id,
-                created_by=target.user_id,
-                values=target.values(i),
-            )
+        create = _creator(client, target)
 
         async def get(i: int) -> None:
             await client.contracts.get(contract_id)
@@ -335,14 +335,7 @@ async def _measure_stack(
         rate_limits=limits,
         transport=MockTransport(answer),
     ) as client:
-
-        async def create(i: int) -> None:
-            await client.contracts.create(
-                target.team_id,
-                template_id=target.template_id,
-                created_by=target.user_id,
-                values=target.values(i),
-            )
+        create = _creator(client, target)
 
         async def get(i: int) -> None:
             await client.contracts.get(1)

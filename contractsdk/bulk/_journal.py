@@ -362,6 +362,20 @@ class Journal:
         assert record is not None
         return record
 
+    def _write_invalid(
+        self, prepared: PreparedRow, run: int, reasons: Sequence[str]
+    ) -> JournalRecord:
+        """Record a row as invalid for its reasons (reported in this run, never sent)."""
+        return self._write(
+            prepared,
+            run,
+            state="invalid",
+            error="\n".join(reasons),
+            retryable=0,
+            vals=None,
+            reported=run,
+        )
+
     def _register(self, run: int, prepared: PreparedRow) -> Registered:
         existing = self.get(prepared.key)
         if existing is not None and existing.run == run:
@@ -387,16 +401,7 @@ class Journal:
         if not reasons:
             reasons = self._name_conflicts(prepared, existing)
         if reasons:
-            record = self._write(
-                prepared,
-                run,
-                state="invalid",
-                error="\n".join(reasons),
-                retryable=0,
-                vals=None,
-                reported=run,
-            )
-            return Registered(record=record, send=False)
+            return Registered(record=self._write_invalid(prepared, run, reasons), send=False)
         record = self._write(prepared, run, state="pending", error=None, retryable=0, reported=0)
         return Registered(record=record, send=True)
 
@@ -455,15 +460,7 @@ class Journal:
         duplicate = attrs.evolve(
             prepared, key=f"dup:{prepared.number}:{prepared.key}", reasons=reasons
         )
-        record = self._write(
-            duplicate,
-            run,
-            state="invalid",
-            error="\n".join(reasons),
-            retryable=0,
-            vals=None,
-            reported=run,
-        )
+        record = self._write_invalid(duplicate, run, reasons)
         return Registered(record=record, send=False, duplicate=True)
 
     def _name_conflicts(self, prepared: PreparedRow, existing: JournalRecord | None) -> list[str]:
