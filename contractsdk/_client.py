@@ -28,10 +28,16 @@ from contractsdk._auth import ApiKey, Auth, ClientCredentials, StaticAuth, Token
 from contractsdk._config import Environment, check_base_url, environment_from_env
 from contractsdk._converter import structure, structure_list
 from contractsdk._exceptions import ConfigurationError, error_from_response
-from contractsdk._http import NOT_GIVEN, Headers, NotGiven, Request, Response
+from contractsdk._http import NOT_GIVEN, Call, Headers, NotGiven, Request, Response
 from contractsdk._logging import ClientStats, EventHook, Instrumentation, logger
-from contractsdk._ratelimit import RateLimiter, RateLimiterState, RateLimits
-from contractsdk._retry import Retrier, Retries, RetryBudget, call_deadline
+from contractsdk._ratelimit import (
+    DEFAULT_MAX_PAUSE,
+    Grant,
+    RateLimiter,
+    RateLimiterState,
+    RateLimits,
+)
+from contractsdk._retry import Retrier, Retries, RetryBudget
 from contractsdk._transport import AiohttpTransport, AsyncTransport
 from contractsdk.models import Contract, Team
 from contractsdk.resources import Contracts, ContractTypes, Teams, Templates, Terms, Users
@@ -189,14 +195,20 @@ class ContractClient:
             rate_limits = RateLimits(
                 read=self.environment.read_rate, write=self.environment.write_rate
             )
+        if isinstance(retries, NotGiven):
+            retries = Retries()
         self._limiter = (
             None
             if rate_limits is None
-            else RateLimiter(rate_limits, clock=clock, wall_clock=wall_clock, sleep=sleep)
+            else RateLimiter(
+                rate_limits,
+                max_pause=DEFAULT_MAX_PAUSE if retries is None else retries.retry_after_max,
+                clock=clock,
+                wall_clock=wall_clock,
+                sleep=sleep,
+            )
         )
         self._limiter_timeout = limiter_timeout
-        if isinstance(retries, NotGiven):
-            retries = Retries()
         self._retrier = (
             None
             if retries is None or retries.attempts == 1
@@ -258,6 +270,8 @@ class ContractClient:
         for future in self._term_sets.values():
             future.cancel()
         await self._auth.aclose()
+        if self._limiter is not None:
+            await self._limiter.aclose()
         await self._transport.aclose()
 
     @property
@@ -316,53 +330,58 @@ class ContractClient:
         *,
         accept: str = "application/json",
         idempotency_key: str | None = None,
+        trust_key: bool = True,
     ) -> Response:
         if self._closed:
             raise ConfigurationError("this client is closed; make a new one")
         request = self._build(method, path, body, accept=accept, idempotency_key=idempotency_key)
+        call = Call(request, trust_key=trust_key)
         if self._retrier is None:
-            return await self._attempt(request)
-        return await self._retrier.call(
-            request, self._attempt, on_retry=self._instrumentation.on_retry
-        )
+            call.attempts = 1
+            return await self._attempt(call)
+        on_retry = self._instrumentation.on_retry
+        return await self._retrier.call(call, self._attempt, on_retry=on_retry)
 
-    async def _attempt(self, request: Request) -> Response:
+    async def _attempt(self, call: Call) -> Response:
         token = await self._auth.token()
-        response = await self._exchange(request, token)
+        response = await self._exchange(call, token)
         if response.status_code == 401 and await self._auth.invalidate(token):
-            response = await self._exchange(request, await self._auth.token())
+            response = await self._exchange(call, await self._auth.token())
         if not response.is_success:
             raise error_from_response(response, now=self._wall_clock())
         return response
 
-    async def _exchange(self, request: Request, token: str) -> Response:
+    async def _exchange(self, call: Call, token: str) -> Response:
         """One HTTP exchange: limiter, hooks and logs around the transport, credential attached."""
         instrumentation = self._instrumentation
         limiter = self._limiter
-        if limiter is not None:
-            await self._acquire(limiter, request)
+        request = call.request
+        grant = None if limiter is None else await self._acquire(limiter, call)
         await instrumentation.on_request(request)
         sent = request.with_header("Authorization", f"Bearer {token}")
         started = self._clock()
         response = await self._transport.handle_async_request(sent)
-        if limiter is not None:  # in the task that acquired: the limiter relies on it
-            limiter.record(request.method, response.status_code, response.headers)
+        if grant is not None:
+            assert limiter is not None
+            await limiter.record(grant, response.status_code, response.headers)
         # Hooks and errors see the request without its credential.
         response = response.for_request(request)
         await instrumentation.on_response(response, self._clock() - started)
         return response
 
-    async def _acquire(self, limiter: RateLimiter, request: Request) -> None:
+    async def _acquire(self, limiter: RateLimiter, call: Call) -> Grant:
         timeout = self._limiter_timeout
-        deadline = call_deadline()
-        if deadline is not None:  # never queue past the call's own deadline
-            left = max(0.0, deadline - self._clock())
+        if call.deadline is not None:  # never queue past the call's own deadline
+            left = max(0.0, call.deadline - self._clock())
             timeout = left if timeout is None else min(timeout, left)
-        waited = await limiter.acquire(request.method, timeout=timeout)
-        if waited:
-            self._instrumentation.limiter_wait += waited
+        grant = await limiter.acquire(call.request.method, timeout=timeout)
+        if grant.waited:
+            self._instrumentation.limiter_wait += grant.waited
             if logger.isEnabledFor(logging.DEBUG):
-                logger.debug("waited %.3f s for the rate limiter: %s", waited, request.path)
+                logger.debug(
+                    "waited %.3f s for the rate limiter: %s", grant.waited, call.request.path
+                )
+        return grant
 
     async def _send_token_request(self, request: Request) -> Response:
         """Send an OAuth token request: hooks and logs see it without its body (the secret)."""

@@ -16,6 +16,7 @@ from typing import ClassVar, Final
 import attrs
 
 from ._exceptions import ConfigurationError
+from ._ratelimit._limits import DOCUMENTED_LIMITS
 
 __all__ = ["Environment", "check_base_url", "environment_from_env", "ENV_VARS"]
 
@@ -87,22 +88,22 @@ class Environment:
         return attrs.evolve(self, base_url=base, auth_url=base, audience=base)
 
 
-# service-api.md §1 (base URLs) and §3 (25/s sandbox, 100/s production, reads and writes apart).
+# service-api.md §1 (base URLs); the limits (§3) are the one table in _ratelimit/_limits.py.
 Environment.SANDBOX = Environment(
     name="sandbox",
     base_url="https://sandbox.legislate.tech",
     auth_url="https://sandbox.legislate.tech",
     audience="https://sandbox.legislate.tech",
-    read_rate=25.0,
-    write_rate=25.0,
+    read_rate=DOCUMENTED_LIMITS["sandbox"][0],
+    write_rate=DOCUMENTED_LIMITS["sandbox"][1],
 )
 Environment.PRODUCTION = Environment(
     name="production",
     base_url="https://api.legislate.tech",
     auth_url="https://api.legislate.tech",
     audience="https://api.legislate.tech",
-    read_rate=100.0,
-    write_rate=100.0,
+    read_rate=DOCUMENTED_LIMITS["production"][0],
+    write_rate=DOCUMENTED_LIMITS["production"][1],
     requires_approved_version=True,
 )
 

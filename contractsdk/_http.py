@@ -14,7 +14,7 @@ from typing import Any, Final, Literal
 
 import attrs
 
-__all__ = ["NOT_GIVEN", "Headers", "NotGiven", "Request", "Response", "SENSITIVE_HEADERS"]
+__all__ = ["NOT_GIVEN", "Call", "Headers", "NotGiven", "Request", "Response", "SENSITIVE_HEADERS"]
 
 #: Headers whose values are secrets: never printed, logged or kept on an error.
 SENSITIVE_HEADERS: Final = frozenset(
@@ -194,6 +194,37 @@ class Request:
     def json(self) -> Any:
         """Decode the body as JSON (``None`` when there is no body)."""
         return None if self.content is None else _loads(self.content)
+
+
+@attrs.define(slots=True, eq=False)
+class Call:
+    """One logical call on its way through the send sequence: what the layers share.
+
+    Made once per call by the client and handed down through the retry, auth, limiter and
+    transport layers, instead of context variables: every attempt sees the same request
+    (so the same Idempotency-Key), the same deadline and the same replay policy.
+
+    Attributes:
+        request: The request every attempt sends.
+        deadline: The monotonic time no wait or attempt may start after (None: none).
+        trust_key: Whether an Idempotency-Key makes the request safe to replay after an
+            ambiguous failure. False for callers that resolve unknown outcomes themselves
+            (the bulk job reconciles by listing before anything is sent again).
+        attempts: Attempts made so far.
+    """
+
+    request: Request
+    deadline: float | None = None
+    trust_key: bool = True
+    attempts: int = 0
+
+    @property
+    def replayable(self) -> bool:
+        """Whether the request may be sent again after an ambiguous failure."""
+        request = self.request
+        if request.method in IDEMPOTENT_METHODS:
+            return True
+        return self.trust_key and "idempotency-key" in request.headers
 
 
 @attrs.frozen(kw_only=True)

@@ -4,11 +4,11 @@ The decision matrix (DESIGN.md §5), applied by the pure :func:`should_retry`::
 
     failure                                   retried when
     ConnectError, ConnectTimeoutError         always: the request was never sent
-    ReadTimeoutError, ReadError               request.is_idempotent: it may have been processed
-                                              (inside ``keys_not_trusted()`` an
+    ReadTimeoutError, ReadError               the call is replayable: it may have been processed
+                                              (with ``Call.trust_key`` False an
                                               Idempotency-Key does not count: see below)
     APIError 408, 429                         always: the service says it did not process it
-    APIError 500, 502, 503, 504               request.is_idempotent (the client sends an
+    APIError 500, 502, 503, 504               the call is replayable (the client sends an
                                               Idempotency-Key with every POST, so a POST
                                               qualifies unless it has none)
     any other status (400, 401, 403, 404,     never: the same request would fail the same way
@@ -39,29 +39,28 @@ client fails fast with one attempt per call instead of tripling the load on a se
 is already down; successes refill it.
 
 The service does not document Idempotency-Key (reference/service-api.md), so code with a
-better protection against duplicates can run calls inside :func:`keys_not_trusted`: there
-an ambiguous failure of a POST is raised at once (``outcome_unknown``) for the caller to
+better protection against duplicates makes its calls with ``Call.trust_key`` False: then an
+ambiguous failure of a POST is raised at once (``outcome_unknown``) for the caller to
 resolve, while failures that were certainly not processed (connect errors, 408, 429) are
 still retried. The bulk job does this: its journal reconciles unknown outcomes by listing
 the team's contracts before anything is sent again.
 
-The request passed to every attempt is the same object, so its ``Idempotency-Key`` (made
-once per logical call by the client, or given by the caller) never changes. tenacity runs
-the retries but never shows: its RetryError is not raised (the last real error is, with
-``attempts`` set), and tenacity's ~60 µs of set-up is paid only by calls whose first
-attempt failed.
+Every attempt gets the same :class:`~contractsdk._http.Call`, so its request's
+``Idempotency-Key`` (made once per logical call by the client, or given by the caller)
+never changes, and its deadline bounds every layer below (the rate limiter's wait too).
+tenacity runs the retries but never shows: its RetryError is not raised (the last real
+error is, with ``attempts`` set), and tenacity's ~60 µs of set-up is paid only by calls
+whose first attempt failed.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import contextvars
 import inspect
 import math
 import random as _random
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Final
 
 import attrs
@@ -78,7 +77,7 @@ from ._exceptions import (
     ReadTimeoutError,
     TransportError,
 )
-from ._http import IDEMPOTENT_METHODS, Request, Response
+from ._http import Call, Response
 
 __all__ = [
     "RetryBudget",
@@ -86,8 +85,6 @@ __all__ = [
     "Retrier",
     "Retries",
     "backoff",
-    "call_deadline",
-    "keys_not_trusted",
     "retry_cost",
     "should_retry",
 ]
@@ -203,54 +200,27 @@ class RetryEvent:
         )
 
 
-#: False inside keys_not_trusted(): an Idempotency-Key does not make a POST replayable.
-_trust_keys: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "contractsdk_trust_idempotency_keys", default=True
-)
-
-
-@contextlib.contextmanager
-def keys_not_trusted() -> Iterator[None]:
-    """Within this block, never replay a non-idempotent request after an ambiguous failure.
-
-    For callers that resolve unknown outcomes themselves (the bulk job's reconciliation)
-    against a service that may ignore Idempotency-Key. Applies to the calls made in the
-    current task (a context variable).
-    """
-    token = _trust_keys.set(False)
-    try:
-        yield
-    finally:
-        _trust_keys.reset(token)
-
-
-def _replayable(request: Request) -> bool:
-    if request.method in IDEMPOTENT_METHODS:
-        return True
-    return "idempotency-key" in request.headers and _trust_keys.get()
-
-
-def should_retry(error: BaseException, *, request: Request) -> bool:
+def should_retry(error: BaseException, *, call: Call) -> bool:
     """Return whether a failed attempt may be tried again (the matrix in the module header).
 
     Args:
         error: What the attempt raised.
-        request: The request it sent (its method and Idempotency-Key decide the
-            ambiguous cases).
+        call: The call it was made for (its request's method and Idempotency-Key, and its
+            ``trust_key``, decide the ambiguous cases).
     """
     if not isinstance(error, Exception):  # CancelledError, KeyboardInterrupt, SystemExit
         return False
     if isinstance(error, ConnectError | ConnectTimeoutError):
         return True
     if isinstance(error, ReadTimeoutError | ReadError | TransportError):
-        return _replayable(request)
+        return call.replayable
     if isinstance(error, AuthenticationError):
         return False
     if isinstance(error, APIError):
         if error.status_code in RETRY_ALWAYS_STATUSES:
             return True
         if error.status_code in RETRY_IDEMPOTENT_STATUSES:
-            return _replayable(request)
+            return call.replayable
     return False
 
 
@@ -279,30 +249,11 @@ def _retry_after(error: BaseException) -> float | None:
     return None
 
 
-#: The deadline of the retried call running in the current task (see call_deadline()).
-_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
-    "contractsdk_call_deadline", default=None
-)
-
-
-def call_deadline() -> float | None:
-    """Return the monotonic deadline of the retried call this task is running, if any.
-
-    Set by :meth:`Retrier.call` when ``Retries.timeout`` is set (the earliest one when calls
-    nest), so that code below it, such as the rate limiter's ``acquire(timeout=...)``,
-    can fail fast instead of waiting past it.
-    """
-    return _deadline.get()
-
-
 @attrs.define
-class _Call:
-    """The state of one logical call while tenacity retries it."""
+class _Attempts:
+    """The retry state of one logical call while tenacity retries it."""
 
-    request: Request
-    deadline: float | None
     replay: BaseException | None  # the first attempt's error, fed to tenacity once
-    attempts: int = 1
     last_cost: int = 0
 
 
@@ -337,15 +288,18 @@ class Retrier:
 
     async def call(
         self,
-        request: Request,
-        attempt: Callable[[Request], Awaitable[Response]],
+        call: Call,
+        attempt: Callable[[Call], Awaitable[Response]],
         *,
         on_retry: Callable[[RetryEvent], Awaitable[None] | None] | None = None,
     ) -> Response:
-        """Run ``attempt(request)`` until it succeeds or may not be retried.
+        """Run ``attempt(call)`` until it succeeds or may not be retried.
+
+        Sets ``call.deadline`` from ``Retries.timeout`` (keeping an earlier one) and counts
+        ``call.attempts``.
 
         Args:
-            request: The request; every attempt gets this same object.
+            call: The call; every attempt gets this same object, and so the same request.
             attempt: Sends it once; returns the response on success and raises the mapped
                 error otherwise.
             on_retry: Called (and awaited, if it returns an awaitable) before each wait.
@@ -357,63 +311,50 @@ class Retrier:
             ContractSDKError: The last attempt's error, with ``attempts`` set to the number
                 of attempts made. Cancellation propagates at once, never retried.
         """
-        if self.config.timeout is None:
-            return await self._call(request, attempt, on_retry, _deadline.get())
-        deadline = self._clock() + self.config.timeout
-        outer = _deadline.get()
-        token = _deadline.set(deadline if outer is None else min(deadline, outer))
-        try:
-            return await self._call(request, attempt, on_retry, _deadline.get())
-        finally:
-            _deadline.reset(token)
-
-    async def _call(
-        self,
-        request: Request,
-        attempt: Callable[[Request], Awaitable[Response]],
-        on_retry: Callable[[RetryEvent], Awaitable[None] | None] | None,
-        deadline: float | None,
-    ) -> Response:
+        if self.config.timeout is not None:
+            deadline = self._clock() + self.config.timeout
+            call.deadline = deadline if call.deadline is None else min(deadline, call.deadline)
+        call.attempts += 1
         try:
             # Fast path: most calls succeed at once, and tenacity costs ~60 µs to set up.
-            response = await attempt(request)
+            response = await attempt(call)
         except Exception as error:
             first: Exception = error
         else:
             if self.budget is not None:
                 self.budget.refund(NO_RETRY_REFUND)
             return response
-        if self.config.attempts == 1 or not should_retry(first, request=request):
+        if self.config.attempts == 1 or not should_retry(first, call=call):
             if isinstance(first, ContractSDKError):
-                first.attempts = 1
+                first.attempts = call.attempts
             raise first
-        call = _Call(request, deadline, replay=first)
+        state = _Attempts(replay=first)
 
         async def run() -> Response:
-            if call.replay is not None:
-                error, call.replay = call.replay, None
+            if state.replay is not None:
+                error, state.replay = state.replay, None
                 raise error
             call.attempts += 1
-            return await attempt(request)
+            return await attempt(call)
 
-        async def before_sleep(state: RetryCallState) -> None:
+        async def before_sleep(retry_state: RetryCallState) -> None:
             if on_retry is None:
                 return
             event = RetryEvent(
-                attempt=state.attempt_number,
-                error=_exception(state),
-                wait=state.upcoming_sleep,
-                method=request.method,
-                path=request.path,
+                attempt=retry_state.attempt_number,
+                error=_exception(retry_state),
+                wait=retry_state.upcoming_sleep,
+                method=call.request.method,
+                path=call.request.path,
             )
             result = on_retry(event)
             if inspect.isawaitable(result):
                 await result
 
         retrying = AsyncRetrying(
-            retry=retry_if_exception(lambda error: should_retry(error, request=request)),
-            wait=lambda state: self._wait(state),
-            stop=lambda state: self._stop(state, call),
+            retry=retry_if_exception(lambda error: should_retry(error, call=call)),
+            wait=lambda retry_state: self._wait(retry_state),
+            stop=lambda retry_state: self._stop(retry_state, call, state),
             sleep=self._sleep,
             before_sleep=before_sleep,
             reraise=True,
@@ -424,7 +365,7 @@ class Retrier:
             error.attempts = call.attempts
             raise
         if self.budget is not None:
-            self.budget.refund(call.last_cost)
+            self.budget.refund(state.last_cost)
         return response
 
     def _wait(self, state: RetryCallState) -> float:
@@ -440,7 +381,7 @@ class Retrier:
             random=self._random,
         )
 
-    def _stop(self, state: RetryCallState, call: _Call) -> bool:
+    def _stop(self, state: RetryCallState, call: Call, attempts: _Attempts) -> bool:
         """Decide, after the wait is known, whether to give up now (True) or retry."""
         if state.attempt_number >= self.config.attempts:
             return True
@@ -454,7 +395,7 @@ class Retrier:
             cost = retry_cost(error)
             if not self.budget.take(cost):
                 return True
-            call.last_cost = cost
+            attempts.last_cost = cost
         return False
 
 

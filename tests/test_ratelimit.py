@@ -1,4 +1,4 @@
-"""The rate limiter: header parsing (pure), then the buckets on a fake clock, then learning."""
+"""The rate limiter on a fake clock: configuration, the FIFO queue, pauses, learning."""
 
 from __future__ import annotations
 
@@ -12,28 +12,40 @@ from collections.abc import Mapping
 import attrs
 import pytest
 
-from contractsdk import ConfigurationError, Headers, RateLimiterTimeoutError
-from contractsdk._headers import RateLimitHints, parse_rate_limit_headers
+from contractsdk import ConfigurationError, RateLimiterTimeoutError
 from contractsdk._ratelimit import (
-    BETA,
     PACING,
     SLOW_START_RATE,
+    Grant,
     RateLimiter,
     RateLimiterState,
     RateLimits,
     bucket_name,
 )
+from contractsdk._ratelimit._control import BETA
 from tests._fakeclock import WALL_OFFSET, FakeClock
 
 NOW_WALL = WALL_OFFSET + 1000.0  # FakeClock() starts at 1000.0
 
 
-def make_limiter(clock: FakeClock, limits: RateLimits) -> RateLimiter:
-    return RateLimiter(limits, clock=clock, wall_clock=clock.wall, sleep=clock.sleep)
+def make_limiter(clock: FakeClock, limits: RateLimits, *, max_pause: float = 60.0) -> RateLimiter:
+    return RateLimiter(
+        limits, max_pause=max_pause, clock=clock, wall_clock=clock.wall, sleep=clock.sleep
+    )
 
 
-def hints(headers: Mapping[str, str]) -> RateLimitHints:
-    return parse_rate_limit_headers(Headers(headers), now=NOW_WALL)
+async def answer(
+    limiter: RateLimiter,
+    method: str,
+    status: int,
+    headers: Mapping[str, str],
+    grant: Grant | None = None,
+) -> None:
+    """Record an answer; without a grant, one for a request granted just now."""
+    if grant is None:
+        name = bucket_name(method)
+        grant = Grant(name, limiter._queues[name].epoch, 0.0)
+    await limiter.record(grant, status, headers)
 
 
 # --------------------------------------------------------------------------------------
@@ -96,163 +108,13 @@ def test_bucket_of_method(method: str, bucket: str) -> None:
     assert bucket_name(method) == bucket
 
 
-# --------------------------------------------------------------------------------------
-# Headers (pure)
-
-
-def test_no_headers_no_hints() -> None:
-    """A response without rate-limit headers says nothing."""
-    assert hints({}) == RateLimitHints()
-
-
-def test_retry_after_seconds() -> None:
-    """Retry-After in seconds."""
-    assert hints({"Retry-After": "7"}).retry_after == 7.0
-
-
-def test_retry_after_http_date() -> None:
-    """Retry-After as an HTTP-date, relative to the wall clock."""
-    date = email.utils.formatdate(NOW_WALL + 30, usegmt=True)
-    assert hints({"Retry-After": date}).retry_after == pytest.approx(30.0)
-
-
-def test_retry_after_ms() -> None:
-    """retry-after-ms wins over Retry-After."""
-    assert hints({"retry-after-ms": "1500", "Retry-After": "9"}).retry_after == 1.5
-
-
-def test_x_ratelimit_headers_with_reset_in_seconds() -> None:
-    """X-RateLimit-Limit/Remaining/Reset with Reset as seconds from now."""
-    found = hints(
-        {"X-RateLimit-Limit": "100", "X-RateLimit-Remaining": "7", "X-RateLimit-Reset": "3"}
-    )
-    assert (found.limit, found.window, found.remaining, found.reset) == (100.0, None, 7.0, 3.0)
-
-
-def test_x_ratelimit_reset_as_epoch() -> None:
-    """A Reset far larger than any window is an epoch (GitHub style)."""
-    found = hints({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(NOW_WALL) + 42)})
-    assert found.reset == pytest.approx(42.0)
-
-
-def test_x_ratelimit_reset_as_epoch_milliseconds() -> None:
-    """An epoch in milliseconds is read too."""
-    found = hints(
-        {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(NOW_WALL * 1000) + 2500)}
-    )
-    assert found.reset == pytest.approx(2.5)
-
-
-def test_x_ratelimit_reset_in_the_past_is_zero() -> None:
-    """An epoch already past means the window has reset."""
-    found = hints({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(NOW_WALL) - 10)})
-    assert found.reset == 0.0
-
-
-def test_ietf_ratelimit_and_policy() -> None:
-    """IETF RateLimit-Policy (q, w) and RateLimit (r, t) structured fields."""
-    found = hints({"RateLimit-Policy": '"default";q=100;w=1', "RateLimit": '"default";r=5;t=1'})
-    assert (found.limit, found.window, found.remaining, found.reset) == (100.0, 1.0, 5.0, 1.0)
-    assert found.rate == 100.0
-
-
-def test_ietf_several_policies_pick_the_most_restrictive() -> None:
-    """Of several policies, the lowest quota per second wins."""
-    found = hints({"RateLimit-Policy": '"burst";q=100;w=1, "day";q=86400;w=86400, "min";q=30;w=60'})
-    assert (found.limit, found.window) == (30.0, 60.0)
-    assert found.rate == 0.5
-
-
-def test_ietf_several_counters_pick_the_most_restrictive() -> None:
-    """Of several counters, the fewest remaining wins; among exhausted ones, the latest reset."""
-    found = hints({"RateLimit": '"a";r=50;t=1, "b";r=0;t=5, "c";r=0;t=30, "d";r=3;t=1'})
-    assert (found.remaining, found.reset) == (0.0, 30.0)
-
-
-def test_ietf_tokens_and_extra_parameters() -> None:
-    """Policy names as tokens, and unknown parameters (qu, pk) are tolerated."""
-    found = hints({"RateLimit-Policy": 'default;q=10;w=2;qu="requests";pk=:abc=:'})
-    assert found.rate == 5.0
-
-
-def test_ietf_quoted_comma_in_a_name() -> None:
-    """A comma inside a quoted policy name does not split the list."""
-    found = hints({"RateLimit-Policy": '"a, b";q=10;w=1'})
-    assert found.rate == 10.0
-
-
-def test_ietf_draft07_dictionary_form() -> None:
-    """The draft-07 dictionary form ``limit=…, remaining=…, reset=…`` is read too."""
-    found = hints({"RateLimit": "limit=100, remaining=9, reset=2"})
-    assert (found.remaining, found.reset) == (9.0, 2.0)
-
-
-def test_legacy_ratelimit_headers() -> None:
-    """The older draft's RateLimit-Limit/Remaining/Reset."""
-    found = hints({"RateLimit-Limit": "60", "RateLimit-Remaining": "0", "RateLimit-Reset": "12"})
-    assert (found.limit, found.window, found.remaining, found.reset) == (60.0, None, 0.0, 12.0)
-
-
-def test_legacy_ratelimit_limit_with_quota_policies() -> None:
-    """``RateLimit-Limit: 10, 10;w=1, 50;w=60`` gives the most restrictive windowed policy."""
-    found = hints({"RateLimit-Limit": "10, 10;w=1, 50;w=60"})
-    assert (found.limit, found.window) == (50.0, 60.0)
-
-
-def test_ietf_wins_over_legacy_and_x_headers() -> None:
-    """The IETF fields are trusted first, then the legacy draft, then X-RateLimit-*."""
-    found = hints(
-        {
-            "RateLimit-Policy": "p;q=10;w=1",
-            "RateLimit": "p;r=4;t=1",
-            "RateLimit-Limit": "99",
-            "RateLimit-Remaining": "98",
-            "X-RateLimit-Limit": "77",
-            "X-RateLimit-Remaining": "76",
-        }
-    )
-    assert (found.limit, found.remaining) == (10.0, 4.0)
-    legacy = hints({"RateLimit-Remaining": "98", "X-RateLimit-Remaining": "76"})
-    assert legacy.remaining == 98.0
-
-
-@pytest.mark.parametrize(
-    "headers",
-    [
-        {"Retry-After": "soon"},
-        {"Retry-After": "-5"},
-        {"Retry-After": "nan"},
-        {"Retry-After": "inf"},
-        {"Retry-After": "Mon, 99 Foo 2026 99:99:99 GMT"},
-        {"retry-after-ms": "1e999"},
-        {"X-RateLimit-Limit": "lots", "X-RateLimit-Remaining": "-1", "X-RateLimit-Reset": "x"},
-        {"X-RateLimit-Remaining": "1e400", "X-RateLimit-Reset": "1e400"},
-        {"X-RateLimit-Remaining": "0x10"},
-        {"RateLimit-Policy": '"unterminated;q=10;w=1'},
-        {"RateLimit-Policy": "p;q=10;w=0"},
-        {"RateLimit-Policy": "p;q=ten;w=1"},
-        {"RateLimit-Policy": ";;;,,,==="},
-        {"RateLimit": "p;r=;t=", "RateLimit-Policy": ""},
-        {"RateLimit": '"\\'},
-        {"RateLimit-Limit": ",;w=1", "RateLimit-Remaining": "NaN", "RateLimit-Reset": "-"},
-        {"RateLimit": "remaining=abc, reset=1"},
-    ],
-)
-def test_bad_header_values_are_ignored(headers: dict[str, str]) -> None:
-    """Unreadable values are ignored one by one; parsing never raises."""
-    found = hints(headers)
-    assert found.retry_after is None
-    assert found.rate is None
-    assert found.remaining is None
-
-
-def test_record_never_raises_on_garbage() -> None:
+async def test_record_never_raises_on_garbage() -> None:
     """The limiter learns nothing from garbage headers, and does not raise."""
     clock = FakeClock()
     limiter = make_limiter(clock, RateLimits(read=10))
     garbage = {"Retry-After": "\x00", "RateLimit": '";;"', "X-RateLimit-Reset": "9" * 400}
-    limiter.record("GET", 200, garbage)
-    limiter.record("GET", 503, garbage)
+    await answer(limiter, "GET", 200, garbage)
+    await answer(limiter, "GET", 503, garbage)
     assert limiter.state.read.paused_for == 0.0
 
 
@@ -282,7 +144,7 @@ async def test_first_request_goes_at_once() -> None:
     """A new limiter grants its first request without waiting or sleeping."""
     clock = FakeClock()
     limiter = make_limiter(clock, RateLimits(write=10))
-    assert await limiter.acquire("POST") == 0.0
+    assert (await limiter.acquire("POST")).waited == 0.0
     assert clock.sleeps == []
 
 
@@ -308,11 +170,31 @@ async def test_burst_cap_after_idle() -> None:
     assert times == pytest.approx([start] * 5 + [start + step, start + 2 * step])
 
 
-async def test_default_burst_is_a_fifth_of_a_second() -> None:
-    """With burst=None the capacity is 0.2 s worth of the rate, at least one."""
+async def test_unknown_server_burst_means_no_burst_after_idle() -> None:
+    """With burst=None an idle bucket lets one request go at once, not a saved-up burst."""
     clock = FakeClock()
-    assert make_limiter(clock, RateLimits(write=100, read=2)).state.write.capacity == 20
-    assert make_limiter(clock, RateLimits(write=100, read=2)).state.read.capacity == 1
+    limiter = make_limiter(clock, RateLimits(write=100))
+    assert limiter.state.write.capacity == 1
+    await limiter.acquire("POST")
+    await clock.advance(60)
+    start = clock()
+    times = await grant_times(clock, limiter, 3)
+    step = 1 / (100 * PACING)
+    assert times == pytest.approx([start, start + step, start + 2 * step])
+
+
+async def test_remaining_headers_teach_the_server_burst() -> None:
+    """The most a server's Remaining has shown (plus the request it answered) is its burst."""
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits(write=100))
+    grant = await limiter.acquire("POST")
+    await answer(limiter, "POST", 200, {"X-RateLimit-Remaining": "9"}, grant)
+    assert limiter.state.write.capacity == 10
+    await clock.advance(60)
+    start = clock()
+    times = await grant_times(clock, limiter, 11)
+    assert times[:10] == pytest.approx([start] * 10)
+    assert times[10] > start
 
 
 async def test_steady_rate() -> None:
@@ -370,8 +252,8 @@ async def test_read_and_write_buckets_are_independent() -> None:
     await limiter.acquire("POST")
     writers = [asyncio.ensure_future(limiter.acquire("POST")) for _ in range(5)]
     await clock.settle()
-    limiter.record("POST", 429, {"Retry-After": "30"})
-    assert await limiter.acquire("GET") == 0.0
+    await answer(limiter, "POST", 429, {"Retry-After": "30"})
+    assert (await limiter.acquire("GET")).waited == 0.0
     state = limiter.state
     assert state.write.paused_for == 30.0
     assert state.read.paused_for == 0.0
@@ -480,7 +362,7 @@ async def test_fast_fail_counts_the_queue() -> None:
         await limiter.acquire("GET", timeout=0.35)
     assert caught.value.bucket == "read"
     assert caught.value.wait == pytest.approx(4 / (10 * PACING))
-    waited = await clock.run(limiter.acquire("GET", timeout=0.6))
+    waited = (await clock.run(limiter.acquire("GET", timeout=0.6))).waited
     assert waited == pytest.approx(4 / (10 * PACING))
     assert all(task.done() for task in queued)
 
@@ -495,15 +377,15 @@ async def test_fast_fail_when_a_pause_pushes_waiters_past_their_deadline() -> No
     middle = asyncio.ensure_future(limiter.acquire("POST", timeout=1))
     patient = asyncio.ensure_future(limiter.acquire("POST"))
     await clock.settle()
-    limiter.record("POST", 429, {"Retry-After": "5"})
+    await answer(limiter, "POST", 429, {"Retry-After": "5"})
     await clock.settle()
     for task in (head, middle):
         assert task.done()
         error = task.exception()
         assert isinstance(error, RateLimiterTimeoutError)
-        assert error.wait > 5
+        assert error.wait >= 5
     assert clock() == start
-    assert await clock.run(patient) > 5
+    assert (await clock.run(patient)).waited >= 5
 
 
 async def test_pause_holds_every_waiter() -> None:
@@ -514,22 +396,23 @@ async def test_pause_holds_every_waiter() -> None:
     await limiter.acquire("POST")
     waiting = [asyncio.ensure_future(limiter.acquire("POST")) for _ in range(3)]
     await clock.settle()
-    limiter.record("POST", 429, {"Retry-After": "2"})
+    await answer(limiter, "POST", 429, {"Retry-After": "2"})
     times = await grant_times(clock, limiter, 1)
     await clock.run(asyncio.gather(*waiting))
     step = 1 / (10 * PACING)
-    assert [start + w for w in (task.result() for task in waiting)] == pytest.approx(
-        [start + 2 + step, start + 2 + 2 * step, start + 2 + 3 * step]
+    # The pause empties the bucket: the first goes when it ends, the rest one interval apart.
+    assert [start + task.result().waited for task in waiting] == pytest.approx(
+        [start + 2, start + 2 + step, start + 2 + 2 * step]
     )
-    assert times == pytest.approx([start + 2 + 4 * step])
+    assert times == pytest.approx([start + 2 + 3 * step])
 
 
 async def test_pause_only_extends() -> None:
     """A shorter Retry-After does not cut a longer pause short."""
     clock = FakeClock()
     limiter = make_limiter(clock, RateLimits(write=10, adaptive=False))
-    limiter.record("POST", 429, {"Retry-After": "10"})
-    limiter.record("POST", 429, {"Retry-After": "1"})
+    await answer(limiter, "POST", 429, {"Retry-After": "10"})
+    await answer(limiter, "POST", 429, {"Retry-After": "1"})
     assert limiter.state.write.paused_for == 10.0
 
 
@@ -537,9 +420,9 @@ async def test_retry_after_on_503_pauses_but_not_on_200() -> None:
     """Retry-After pauses on 429 and 5xx answers; on a success it means nothing."""
     clock = FakeClock()
     limiter = make_limiter(clock, RateLimits(write=10))
-    limiter.record("POST", 200, {"Retry-After": "3"})
+    await answer(limiter, "POST", 200, {"Retry-After": "3"})
     assert limiter.state.write.paused_for == 0.0
-    limiter.record("POST", 503, {"Retry-After": "3"})
+    await answer(limiter, "POST", 503, {"Retry-After": "3"})
     assert limiter.state.write.paused_for == 3.0
     assert limiter.state.write.throttles == 0
 
@@ -548,10 +431,10 @@ async def test_retry_after_date_and_ms_pause() -> None:
     """Retry-After as an HTTP-date and retry-after-ms set the pause."""
     clock = FakeClock()
     limiter = make_limiter(clock, RateLimits(read=10, write=10))
-    limiter.record(
-        "GET", 429, {"Retry-After": email.utils.formatdate(clock.wall() + 4, usegmt=True)}
+    await answer(
+        limiter, "GET", 429, {"Retry-After": email.utils.formatdate(clock.wall() + 4, usegmt=True)}
     )
-    limiter.record("POST", 429, {"retry-after-ms": "1500"})
+    await answer(limiter, "POST", 429, {"retry-after-ms": "1500"})
     assert limiter.state.read.paused_for == pytest.approx(4.0)
     assert limiter.state.write.paused_for == pytest.approx(1.5)
 
@@ -561,7 +444,7 @@ async def test_429_without_retry_after_pauses_briefly() -> None:
     clock = FakeClock()
     limiter = make_limiter(clock, RateLimits(write=10))
     await limiter.acquire("POST")
-    limiter.record("POST", 429, {})
+    await answer(limiter, "POST", 429, {})
     state = limiter.state.write
     assert state.rate is not None
     assert state.rate < 10 * PACING
@@ -574,7 +457,7 @@ async def test_not_adaptive_keeps_its_rate_but_obeys_retry_after() -> None:
     clock = FakeClock()
     limiter = make_limiter(clock, RateLimits(write=10, adaptive=False))
     await limiter.acquire("POST")
-    limiter.record("POST", 429, {"Retry-After": "1"})
+    await answer(limiter, "POST", 429, {"Retry-After": "1"})
     state = limiter.state.write
     assert state.rate == 10 * PACING
     assert state.paused_for == 1.0
@@ -584,7 +467,7 @@ async def test_unknown_and_not_adaptive_does_not_pace() -> None:
     """Unknown limits without learning: no pacing at all."""
     clock = FakeClock()
     limiter = make_limiter(clock, RateLimits(adaptive=False))
-    assert [await limiter.acquire("POST") for _ in range(1000)] == [0.0] * 1000
+    assert [(await limiter.acquire("POST")).waited for _ in range(1000)] == [0.0] * 1000
     assert limiter.state.write.rate is None
     assert limiter.state.write.tokens == math.inf
 
@@ -606,7 +489,7 @@ async def drive(
         while clock() < end:
             await limiter.acquire(method)
             await clock.sleep(0.01)  # the request's round trip
-            limiter.record(method, status, {})
+            await answer(limiter, method, status, {})
             rate = limiter.state[bucket_name(method)].rate
             assert rate is not None
             rates.append(rate)
@@ -620,7 +503,7 @@ async def test_429_lowers_the_rate_and_it_climbs_back() -> None:
     clock = FakeClock()
     limiter = make_limiter(clock, RateLimits(write=100))
     await drive(clock, limiter, 2.0)
-    limiter.record("POST", 429, {})
+    await answer(limiter, "POST", 429, {})
     lowered = limiter.state.write.rate
     assert lowered is not None
     assert 0.6 * 100 * PACING <= lowered <= BETA * 100 * PACING + 1e-9
@@ -635,11 +518,11 @@ async def test_learning_never_exceeds_a_tiny_ceiling() -> None:
     clock = FakeClock()
     limiter = make_limiter(clock, RateLimits(read=0.2))
     await limiter.acquire("GET")
-    limiter.record("GET", 429, {})
+    await answer(limiter, "GET", 429, {})
     assert limiter.state.read.rate == 0.2 * PACING
     for _ in range(5):
         await clock.run(limiter.acquire("GET"))
-        limiter.record("GET", 200, {})
+        await answer(limiter, "GET", 200, {})
         assert limiter.state.read.rate == 0.2 * PACING
 
 
@@ -652,9 +535,9 @@ async def test_echoes_of_one_overload_lower_the_rate_once() -> None:
     rates: list[float | None] = []
 
     async def request() -> None:
-        await limiter.acquire("POST")
+        grant = await limiter.acquire("POST")
         await go.wait()
-        limiter.record("POST", 429, {})
+        await limiter.record(grant, 429, {})
         rates.append(limiter.state.write.rate)
 
     tasks = [asyncio.ensure_future(request()) for _ in range(5)]
@@ -669,8 +552,8 @@ async def test_echoes_of_one_overload_lower_the_rate_once() -> None:
     assert lowered < before
     assert rates == [lowered] * 5
     # A request granted after the decrease is fresh: its 429 lowers the rate again.
-    await clock.run(limiter.acquire("POST"))
-    limiter.record("POST", 429, {})
+    grant = await clock.run(limiter.acquire("POST"))
+    await limiter.record(grant, 429, {})
     again = limiter.state.write.rate
     assert again is not None
     assert again < lowered
@@ -684,7 +567,7 @@ async def test_unknown_limits_slow_start_then_learn() -> None:
     assert (state.rate, state.learning, state.limit) == (SLOW_START_RATE, True, None)
     rates = await drive(clock, limiter, 1.0, tasks=64)
     assert rates[-1] > 4 * SLOW_START_RATE  # about doubling every quarter second
-    limiter.record("POST", 429, {})
+    await answer(limiter, "POST", 429, {})
     state = limiter.state.write
     assert state.learning is False
     assert state.rate is not None
@@ -697,7 +580,7 @@ async def test_slow_start_does_not_grow_while_idle() -> None:
     limiter = make_limiter(clock, RateLimits())
     for _ in range(50):
         await clock.run(limiter.acquire("GET"))
-        limiter.record("GET", 200, {})
+        await answer(limiter, "GET", 200, {})
         await clock.advance(1.0)
     rate = limiter.state.read.rate
     assert rate is not None
@@ -708,7 +591,7 @@ async def test_policy_header_sets_the_rate() -> None:
     """RateLimit-Policy gives the service's rate: learning stops and the bucket paces under it."""
     clock = FakeClock()
     limiter = make_limiter(clock, RateLimits())
-    limiter.record("GET", 200, {"RateLimit-Policy": '"default";q=50;w=1'})
+    await answer(limiter, "GET", 200, {"RateLimit-Policy": '"default";q=50;w=1'})
     state = limiter.state.read
     assert (state.rate, state.limit, state.learning, state.server_limit) == (
         50 * PACING,
@@ -723,10 +606,10 @@ async def test_policy_header_lowers_a_configured_rate() -> None:
     """A declared policy under the configured rate becomes the ceiling; one above is ignored."""
     clock = FakeClock()
     limiter = make_limiter(clock, RateLimits(write=100))
-    limiter.record("POST", 200, {"RateLimit-Policy": "p;q=600;w=60"})
+    await answer(limiter, "POST", 200, {"RateLimit-Policy": "p;q=600;w=60"})
     assert limiter.state.write.limit == 10.0
     assert limiter.state.write.rate == 10 * PACING
-    limiter.record("POST", 200, {"RateLimit-Policy": "p;q=1000;w=1"})
+    await answer(limiter, "POST", 200, {"RateLimit-Policy": "p;q=1000;w=1"})
     assert limiter.state.write.limit == 100.0
 
 
@@ -743,7 +626,7 @@ async def test_exhausted_counter_on_a_429_pauses_until_reset(headers: dict[str, 
     """A 429 with remaining 0 pauses the bucket until the counter's reset."""
     clock = FakeClock()
     limiter = make_limiter(clock, RateLimits(write=10))
-    limiter.record("POST", 429, headers)
+    await answer(limiter, "POST", 429, headers)
     assert limiter.state.write.paused_for == pytest.approx(3.0)
     assert limiter.state.write.server_remaining == 0
 
@@ -755,55 +638,51 @@ async def test_exhausted_counter_on_a_429_pauses_until_reset(headers: dict[str, 
         {"RateLimit": '"default";r=0;t=3'},
     ],
 )
-async def test_exhausted_counter_on_a_success_empties_and_lowers(
+async def test_exhausted_counter_on_a_success_empties_but_does_not_lower(
     headers: dict[str, str],
 ) -> None:
-    """A success with remaining 0 empties the bucket and lowers the rate, with no pause.
+    """A success with remaining 0 empties the bucket, with no pause and no decrease.
 
     The reset may be a window's end or a token bucket's time to full: only a refusal
-    says that nothing passes until then.
+    says that nothing passes until then, and the request itself went through.
     """
     clock = FakeClock()
     limiter = make_limiter(clock, RateLimits(write=100, burst=20))
     await clock.advance(10)
-    await limiter.acquire("POST")
-    limiter.record("POST", 200, headers)
+    grant = await limiter.acquire("POST")
+    await limiter.record(grant, 200, headers)
     state = limiter.state.write
     assert state.paused_for == 0.0
-    assert state.tokens == 0.0
+    assert state.tokens == pytest.approx(0.0, abs=1e-9)
     assert state.throttles == 0
-    assert state.rate is not None
-    assert state.rate <= BETA * 100 * PACING + 1e-9
+    assert state.rate == 100 * PACING
 
 
-async def test_exhausted_counter_on_a_success_lowers_once_per_overload() -> None:
-    """Remaining 0 on answers to requests granted before the decrease are echoes."""
+async def test_remaining_zero_on_every_success_never_collapses_the_rate() -> None:
+    """A burst-1 server says remaining 0 after every request: the rate holds.
+
+    It once fell from 4.95/s to 0.5/s in eight requests.
+    """
     clock = FakeClock()
-    limiter = make_limiter(clock, RateLimits(write=100, burst=5))
-    await clock.advance(1)
-    go = asyncio.Event()
-    rates: list[float | None] = []
-
-    async def request() -> None:
-        await limiter.acquire("POST")
-        await go.wait()
-        limiter.record("POST", 200, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1"})
-        rates.append(limiter.state.write.rate)
-
-    tasks = [asyncio.ensure_future(request()) for _ in range(5)]
-    await clock.settle()
-    go.set()
-    await clock.run(asyncio.gather(*tasks))
-    assert rates == [rates[0]] * 5
-    assert rates[0] is not None
-    assert rates[0] < 100 * PACING
+    limiter = make_limiter(clock, RateLimits(write=5))
+    for _ in range(50):
+        grant = await clock.run(limiter.acquire("POST"))
+        await limiter.record(grant, 200, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1"})
+    assert limiter.state.write.rate == 5 * PACING
+    learner = make_limiter(clock, RateLimits())
+    for _ in range(50):
+        grant = await clock.run(learner.acquire("POST"))
+        await learner.record(grant, 200, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1"})
+    rate = learner.state.write.rate
+    assert rate is not None
+    assert rate >= SLOW_START_RATE  # a hint never lowers the rate
 
 
 async def test_exhausted_counter_pauses_a_bucket_that_does_not_pace() -> None:
     """Without a rate to pace at (unknown limits, not adaptive), remaining 0 pauses."""
     clock = FakeClock()
     limiter = make_limiter(clock, RateLimits(adaptive=False))
-    limiter.record("POST", 200, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "3"})
+    await answer(limiter, "POST", 200, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "3"})
     assert limiter.state.write.paused_for == pytest.approx(3.0)
 
 
@@ -812,8 +691,8 @@ async def test_remaining_caps_the_tokens() -> None:
     clock = FakeClock()
     limiter = make_limiter(clock, RateLimits(write=100, burst=20))
     await clock.advance(10)
-    assert limiter.state.write.tokens == 20
-    limiter.record("POST", 200, {"RateLimit": "d;r=3;t=1"})
+    assert limiter.state.write.tokens == pytest.approx(20)
+    await answer(limiter, "POST", 200, {"RateLimit": "d;r=3;t=1"})
     assert limiter.state.write.tokens == 3
 
 
@@ -826,7 +705,7 @@ async def test_rate_change_applies_to_waiters_at_once() -> None:
     waiter = asyncio.ensure_future(limiter.acquire("POST"))
     await clock.settle()
     limiter.set_limits(RateLimits(write=100))
-    assert await clock.run(waiter) == pytest.approx(1 / (100 * PACING))
+    assert (await clock.run(waiter)).waited == pytest.approx(1 / (100 * PACING))
     assert clock() == pytest.approx(start + 1 / (100 * PACING))
     assert limiter.limits == RateLimits(write=100)
     limiter.set_limits(RateLimits(write=1))
@@ -839,7 +718,7 @@ async def test_state_snapshot() -> None:
     clock = FakeClock()
     limiter = make_limiter(clock, RateLimits(read=10, write=20, burst=4))
     await grant_times(clock, limiter, 3, method="GET")
-    limiter.record("GET", 429, {"Retry-After": "2"})
+    await answer(limiter, "GET", 429, {"Retry-After": "2"})
     state = limiter.state
     assert isinstance(state, RateLimiterState)
     assert state.limits == RateLimits(read=10, write=20, burst=4)
@@ -866,125 +745,3 @@ async def test_state_snapshot() -> None:
     await clock.advance(5)
     assert limiter.state.read.paused_for == 0.0
     assert "RateLimits" in repr(limiter)
-
-
-# --------------------------------------------------------------------------------------
-# Simulation: the learning against a token-bucket server (no network, fake time)
-
-
-async def simulate(
-    limits: RateLimits,
-    *,
-    rate: float = 100.0,
-    burst: int = 20,
-    total: int = 1000,
-    concurrency: int = 64,
-    latency: float = 0.02,
-    seed: int = 1,
-    rate_headers: bool = False,
-) -> tuple[float, float]:
-    """Return (successes per second, fraction of requests answered 429).
-
-    The server is a token bucket of ``rate`` and ``burst``, full at the start, that answers
-    429 when empty; round trips take ``latency`` to twice that. With ``rate_headers`` it
-    sends what the sandbox emulator sends: ``X-RateLimit-Remaining`` (whole tokens left),
-    ``X-RateLimit-Reset`` (whole seconds until full, rounded up) and, on a 429,
-    ``Retry-After`` (whole seconds until one token is back, at least 1).
-    """
-    clock = FakeClock()
-    rng = random.Random(seed)
-    limiter = make_limiter(clock, limits)
-    server = {"tokens": float(burst), "stamp": clock(), "ok": 0, "throttled": 0}
-    remaining = [total]
-    start = clock()
-    last_success = [start]
-
-    def admit() -> tuple[bool, dict[str, str]]:
-        now = clock()
-        server["tokens"] = min(burst, server["tokens"] + (now - server["stamp"]) * rate)
-        server["stamp"] = now
-        ok = server["tokens"] >= 1
-        if ok:
-            server["tokens"] -= 1
-            server["ok"] += 1
-        else:
-            server["throttled"] += 1
-        if not rate_headers:
-            return ok, {}
-        tokens = server["tokens"]
-        headers = {
-            "X-RateLimit-Limit": f"{rate:g}",
-            "X-RateLimit-Remaining": str(int(tokens)),
-            "X-RateLimit-Reset": str(math.ceil((burst - tokens) / rate)),
-        }
-        if not ok:
-            headers["Retry-After"] = str(max(1, math.ceil((1 - tokens) / rate)))
-        return ok, headers
-
-    async def worker() -> None:
-        while remaining[0] > 0:
-            remaining[0] -= 1
-            while True:  # the retry loop, left to the limiter's pacing
-                await limiter.acquire("POST")
-                trip = latency * (1 + rng.random())
-                await clock.sleep(trip / 2)
-                ok, headers = admit()
-                await clock.sleep(trip / 2)
-                limiter.record("POST", 200 if ok else 429, headers)
-                if ok:
-                    last_success[0] = clock()
-                    break
-                if "Retry-After" in headers:  # as the client's retrier does
-                    await clock.sleep(float(headers["Retry-After"]))
-
-    await clock.run(asyncio.gather(*(worker() for _ in range(concurrency))))
-    sent = server["ok"] + server["throttled"]
-    return server["ok"] / (last_success[0] - start), server["throttled"] / sent
-
-
-@pytest.mark.parametrize("latency", [0.005, 0.02, 0.05])
-async def test_simulation_learns_an_unknown_limit(latency: float) -> None:
-    """Unknown limits, 64 tasks, server at 100/s burst 20: near R with few 429s."""
-    achieved, throttled = await simulate(RateLimits(), latency=latency)
-    figures = f"{achieved:.1f}/s ({achieved / 100:.1%} of R), 429s {throttled:.2%}"
-    print(f"\nunknown limit, round trip {latency}-{2 * latency} s: {figures}")  # noqa: T201  # shown by -s
-    assert achieved >= 0.85 * 100
-    assert throttled <= 0.03
-
-
-@pytest.mark.parametrize(("latency", "least"), [(0.005, 0.85), (0.02, 0.85), (0.05, 0.75)])
-async def test_simulation_learns_an_unknown_limit_from_counters(
-    latency: float, least: float
-) -> None:
-    """Unknown limits, the emulator's headers: remaining 0 teaches the limit before a 429.
-
-    Each 429 pauses the bucket for its ``Retry-After``, a whole second, so the counter
-    running out is what the learning must act on. What is left is the 429s of requests
-    already in flight when the slow start ends, a second each (more of them the longer
-    the round trip). Pausing until ``X-RateLimit-Reset`` on every exhausted success
-    instead gave 52 %, 72 % and 62 % of R here.
-    """
-    achieved, throttled = await simulate(RateLimits(), latency=latency, rate_headers=True)
-    figures = f"{achieved:.1f}/s ({achieved / 100:.1%} of R), 429s {throttled:.2%}"
-    print(f"\nunknown limit, headers, round trip {latency}-{2 * latency} s: {figures}")  # noqa: T201  # shown by -s
-    assert achieved >= least * 100
-    assert throttled <= 0.01
-
-
-@pytest.mark.parametrize("latency", [0.005, 0.05])
-async def test_simulation_with_the_limit_configured(latency: float) -> None:
-    """RateLimits(write=R), 64 tasks, server at R: at least 0.97 R and no 429s."""
-    achieved, throttled = await simulate(RateLimits(write=100), latency=latency)
-    figures = f"{achieved:.1f}/s ({achieved / 100:.1%} of R), 429s {throttled:.2%}"
-    print(f"\nconfigured limit, round trip {latency}-{2 * latency} s: {figures}")  # noqa: T201  # shown by -s
-    assert achieved >= 0.97 * 100
-    assert throttled <= 0.005
-
-
-async def test_simulation_configured_above_the_real_limit() -> None:
-    """Configured at 100/s against a server at 50/s: the 429s teach it the lower rate."""
-    achieved, throttled = await simulate(RateLimits(write=100), rate=50, total=1500)
-    figures = f"{achieved:.1f}/s ({achieved / 50:.1%} of R), 429s {throttled:.2%}"
-    print(f"\nconfigured 100/s, server 50/s: {figures}")  # noqa: T201  # shown by -s
-    assert achieved >= 0.85 * 50
-    assert throttled <= 0.03

@@ -30,6 +30,7 @@ from contractsdk import (
     TermValidationError,
     UnprocessableEntityError,
 )
+from contractsdk._http import Call
 from contractsdk._ratelimit import RateLimiter, RateLimits
 from contractsdk._retry import (
     Retrier,
@@ -37,7 +38,6 @@ from contractsdk._retry import (
     RetryBudget,
     RetryEvent,
     backoff,
-    call_deadline,
     retry_cost,
     should_retry,
 )
@@ -167,7 +167,7 @@ MATRIX: list[tuple[str, BaseException, Request, bool]] = [
 )
 def test_retry_matrix(error: BaseException, req: Request, expected: bool) -> None:
     """should_retry follows DESIGN.md §5 for every kind of failure."""
-    assert should_retry(error, request=req) is expected
+    assert should_retry(error, call=Call(req)) is expected
 
 
 @pytest.mark.parametrize(
@@ -229,7 +229,8 @@ class Script:
         self.requests: list[Request] = []
         self.times: list[float] = []
 
-    async def __call__(self, req: Request) -> Response:
+    async def __call__(self, call: Call) -> Response:
+        req = call.request
         self.requests.append(req)
         self.times.append(self.clock())
         if self.trip:
@@ -258,7 +259,7 @@ async def test_first_try_success_refunds_one() -> None:
     budget = RetryBudget(500)
     budget.available = 400
     script = Script(clock, [OK])
-    assert await make_retrier(clock, budget=budget).call(request(), script) is OK
+    assert await make_retrier(clock, budget=budget).call(Call(request()), script) is OK
     assert len(script.requests) == 1
     assert budget.available == 401
     assert clock.sleeps == []
@@ -270,7 +271,7 @@ async def test_retries_then_succeeds() -> None:
     events: list[RetryEvent] = []
     script = Script(clock, [status_error(503), OK])
     retrier = make_retrier(clock, random=lambda: 0.5)
-    response = await clock.run(retrier.call(request(), script, on_retry=events.append))
+    response = await clock.run(retrier.call(Call(request()), script, on_retry=events.append))
     assert response is OK
     assert len(script.requests) == 2
     assert clock.sleeps == [0.25]  # U(0, 0.5) drew 0.5
@@ -295,7 +296,7 @@ async def test_async_on_retry_is_awaited() -> None:
         seen.append(event.attempt)
 
     script = Script(clock, [ConnectError("down"), ConnectError("down"), OK])
-    await clock.run(make_retrier(clock).call(request(), script, on_retry=hook))
+    await clock.run(make_retrier(clock).call(Call(request()), script, on_retry=hook))
     assert seen == [1, 2]
 
 
@@ -305,7 +306,7 @@ async def test_gives_up_after_the_attempts_with_the_last_real_error() -> None:
     errors = [status_error(502), ConnectError("reset"), status_error(503)]
     script = Script(clock, errors)
     with pytest.raises(ServerError) as caught:
-        await clock.run(make_retrier(clock).call(request(), script))
+        await clock.run(make_retrier(clock).call(Call(request()), script))
     assert caught.value is errors[2]
     assert not isinstance(caught.value, tenacity.RetryError)
     assert caught.value.attempts == 3
@@ -319,7 +320,7 @@ async def test_not_retryable_is_raised_at_once() -> None:
     clock = FakeClock()
     script = Script(clock, [status_error(404), OK])
     with pytest.raises(NotFoundError) as caught:
-        await clock.run(make_retrier(clock).call(request(), script))
+        await clock.run(make_retrier(clock).call(Call(request()), script))
     assert caught.value.attempts == 1
     assert len(script.requests) == 1
     assert clock.sleeps == []
@@ -330,7 +331,7 @@ async def test_bug_in_attempt_is_not_retried() -> None:
     clock = FakeClock()
     script = Script(clock, [ValueError("oops"), OK])
     with pytest.raises(ValueError, match="oops"):
-        await clock.run(make_retrier(clock).call(request(), script))
+        await clock.run(make_retrier(clock).call(Call(request()), script))
     assert len(script.requests) == 1
 
 
@@ -339,10 +340,10 @@ async def test_post_without_key_is_not_retried_after_a_read_timeout() -> None:
     clock = FakeClock()
     script = Script(clock, [ReadTimeoutError("slow"), OK])
     with pytest.raises(ReadTimeoutError) as caught:
-        await clock.run(make_retrier(clock).call(post(), script))
+        await clock.run(make_retrier(clock).call(Call(post()), script))
     assert caught.value.attempts == 1
     script = Script(clock, [ReadTimeoutError("slow"), OK])
-    assert await clock.run(make_retrier(clock).call(post(key=True), script)) is OK
+    assert await clock.run(make_retrier(clock).call(Call(post(key=True)), script)) is OK
 
 
 async def test_idempotency_key_unchanged_across_attempts() -> None:
@@ -350,7 +351,7 @@ async def test_idempotency_key_unchanged_across_attempts() -> None:
     clock = FakeClock()
     req = post(key=True)
     script = Script(clock, [status_error(503), ReadError("reset"), OK])
-    await clock.run(make_retrier(clock).call(req, script))
+    await clock.run(make_retrier(clock).call(Call(req), script))
     assert len(script.requests) == 3
     assert all(sent is req for sent in script.requests)
     assert {sent.headers["Idempotency-Key"] for sent in script.requests} == {"call-7f3a"}
@@ -361,7 +362,7 @@ async def test_single_attempt_policy_never_retries() -> None:
     clock = FakeClock()
     script = Script(clock, [status_error(503), OK])
     with pytest.raises(ServerError) as caught:
-        await clock.run(make_retrier(clock, Retries.none()).call(request(), script))
+        await clock.run(make_retrier(clock, Retries.none()).call(Call(request()), script))
     assert caught.value.attempts == 1
 
 
@@ -373,7 +374,7 @@ async def test_retry_after_is_honoured_exactly() -> None:
     """A 429's Retry-After is the wait, with no jitter below it."""
     clock = FakeClock()
     script = Script(clock, [rate_limited(3.0), OK])
-    await clock.run(make_retrier(clock, random=lambda: 0.0).call(request(), script))
+    await clock.run(make_retrier(clock, random=lambda: 0.0).call(Call(request()), script))
     assert clock.sleeps == [3.0]
     assert script.times[1] - script.times[0] == 3.0
 
@@ -384,7 +385,7 @@ async def test_retry_after_beyond_the_deadline_fails_at_once() -> None:
     script = Script(clock, [status_error(503), rate_limited(5.0), OK])
     retrier = make_retrier(clock, Retries(timeout=3.0, attempts=5))
     with pytest.raises(RateLimitError) as caught:
-        await clock.run(retrier.call(request(), script))
+        await clock.run(retrier.call(Call(request()), script))
     assert caught.value.attempts == 2
     assert clock.sleeps == [0.25]
 
@@ -394,7 +395,7 @@ async def test_retry_after_beyond_its_maximum_fails_at_once() -> None:
     clock = FakeClock()
     script = Script(clock, [rate_limited(3600.0), OK])
     with pytest.raises(RateLimitError) as caught:
-        await clock.run(make_retrier(clock).call(request(), script))
+        await clock.run(make_retrier(clock).call(Call(request()), script))
     assert caught.value.attempts == 1
     assert clock.sleeps == []
 
@@ -405,7 +406,7 @@ async def test_no_wait_crosses_the_deadline() -> None:
     script = Script(clock, [ConnectError("down")] * 5, trip=0.6)
     retrier = make_retrier(clock, Retries(timeout=1.0, attempts=5), random=lambda: 0.9)
     with pytest.raises(ConnectError) as caught:
-        await clock.run(retrier.call(request(), script))
+        await clock.run(retrier.call(Call(request()), script))
     assert caught.value.attempts == 1  # 0.6 s spent + 0.45 s wait > 1.0 s
     assert clock.sleeps == [0.6]  # the attempt's own round trip, no backoff
 
@@ -415,7 +416,7 @@ async def test_cancelled_attempt_is_not_retried() -> None:
     clock = FakeClock()
     script = Script(clock, [asyncio.CancelledError(), OK])
     with pytest.raises(asyncio.CancelledError):
-        await make_retrier(clock).call(request(), script)
+        await make_retrier(clock).call(Call(request()), script)
     assert len(script.requests) == 1
     assert clock.sleeps == []
 
@@ -425,7 +426,7 @@ async def test_cancelled_retry_attempt_is_not_retried() -> None:
     clock = FakeClock()
     script = Script(clock, [status_error(503), asyncio.CancelledError(), OK])
     with pytest.raises(asyncio.CancelledError):
-        await clock.run(make_retrier(clock).call(request(), script))
+        await clock.run(make_retrier(clock).call(Call(request()), script))
     assert len(script.requests) == 2
     assert clock.sleeps == [0.25]
 
@@ -434,7 +435,7 @@ async def test_cancel_during_the_backoff_stops_everything() -> None:
     """Cancelling the task while it waits to retry ends the call: no further attempt."""
     clock = FakeClock()
     script = Script(clock, [status_error(503), OK])
-    task = asyncio.ensure_future(make_retrier(clock).call(request(), script))
+    task = asyncio.ensure_future(make_retrier(clock).call(Call(request()), script))
     await clock.settle()
     assert clock.pending == 1  # waiting to retry
     task.cancel()
@@ -453,7 +454,7 @@ async def test_budget_stops_a_retry_storm() -> None:
 
     async def call(script: Script) -> ServerError | None:
         try:
-            await retrier.call(request(), script)
+            await retrier.call(Call(request()), script)
         except ServerError as error:
             return error
         return None
@@ -472,7 +473,7 @@ async def test_empty_budget_fails_fast() -> None:
     budget = RetryBudget(4)
     script = Script(clock, [status_error(503), OK])
     with pytest.raises(ServerError) as caught:
-        await clock.run(make_retrier(clock, budget=budget).call(request(), script))
+        await clock.run(make_retrier(clock, budget=budget).call(Call(request()), script))
     assert caught.value.attempts == 1
     assert clock.sleeps == []
 
@@ -483,15 +484,17 @@ async def test_success_after_retries_refunds_the_last_cost() -> None:
     budget = RetryBudget(500)
     budget.available = 300
     retrier = make_retrier(clock, budget=budget)
-    await clock.run(retrier.call(request(), Script(clock, [ReadTimeoutError("slow"), OK])))
+    await clock.run(retrier.call(Call(request()), Script(clock, [ReadTimeoutError("slow"), OK])))
     assert budget.available == 300
     await clock.run(
-        retrier.call(request(), Script(clock, [ReadTimeoutError("slow"), status_error(503), OK]))
+        retrier.call(
+            Call(request()), Script(clock, [ReadTimeoutError("slow"), status_error(503), OK])
+        )
     )
     assert budget.available == 300 - 10  # paid 10 + 5, got the last 5 back
     failing = Script(clock, [status_error(503)])
     with pytest.raises(ServerError):
-        await clock.run(retrier.call(request(), failing))
+        await clock.run(retrier.call(Call(request()), failing))
     assert budget.available == 290 - 10  # two retries paid, nothing back
 
 
@@ -501,7 +504,7 @@ async def test_no_budget_means_unlimited_retries() -> None:
     retrier = make_retrier(clock, Retries(attempts=4, budget=None), budget=None)
     script = Script(clock, [status_error(503)])
     with pytest.raises(ServerError) as caught:
-        await clock.run(retrier.call(request(), script))
+        await clock.run(retrier.call(Call(request()), script))
     assert caught.value.attempts == 4
     assert "Retrier(" in repr(retrier)
 
@@ -513,30 +516,36 @@ async def test_jitter_stays_within_its_bounds_with_any_random() -> None:
         retrier = make_retrier(clock, Retries(attempts=8), random=functools.partial(float, draw))
         script = Script(clock, [ConnectError("down")])
         with pytest.raises(ConnectError):
-            await clock.run(retrier.call(request(), script))
+            await clock.run(retrier.call(Call(request()), script))
         caps = [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0]
         assert clock.sleeps == pytest.approx([draw * cap for cap in caps])
         assert all(0 <= wait < cap for wait, cap in zip(clock.sleeps, caps, strict=True))
 
 
 async def test_call_deadline_is_visible_to_the_attempt() -> None:
-    """Inside a call with a timeout, call_deadline() gives its deadline; the earliest wins."""
+    """With a timeout, every attempt sees the call's deadline; an earlier one is kept."""
     clock = FakeClock()
     seen: list[float | None] = []
 
-    async def attempt(req: Request) -> Response:
-        seen.append(call_deadline())
+    async def attempt(call: Call) -> Response:
+        seen.append(call.deadline)
         return OK
 
-    await make_retrier(clock, Retries(timeout=30)).call(request(), attempt)
-    await make_retrier(clock).call(request(), attempt)
-
-    async def nested(req: Request) -> Response:
-        return await make_retrier(clock, Retries(timeout=60)).call(req, attempt)
-
-    await make_retrier(clock, Retries(timeout=10)).call(request(), nested)
+    await make_retrier(clock, Retries(timeout=30)).call(Call(request()), attempt)
+    await make_retrier(clock).call(Call(request()), attempt)
+    await make_retrier(clock, Retries(timeout=60)).call(
+        Call(request(), deadline=clock() + 10), attempt
+    )
     assert seen == [clock() + 30, None, clock() + 10]
-    assert call_deadline() is None
+
+
+async def test_attempts_are_counted_on_the_call() -> None:
+    """The call counts its attempts, and the error raised says how many."""
+    clock = FakeClock()
+    call = Call(request())
+    with pytest.raises(ServerError) as caught:
+        await clock.run(make_retrier(clock).call(call, Script(clock, [status_error(503)])))
+    assert call.attempts == 3 == caught.value.attempts
 
 
 async def test_wiring_with_the_limiter() -> None:
@@ -550,19 +559,21 @@ async def test_wiring_with_the_limiter() -> None:
     answers = iter([429] + [200] * 20)
     sent: list[float] = []
 
-    async def attempt(req: Request) -> Response:
-        deadline = call_deadline()
-        await limiter.acquire(req.method, timeout=None if deadline is None else deadline - clock())
+    async def attempt(call: Call) -> Response:
+        deadline = call.deadline
+        grant = await limiter.acquire(
+            call.request.method, timeout=None if deadline is None else deadline - clock()
+        )
         sent.append(clock())
         status = next(answers)
         headers = {"Retry-After": "2"} if status == 429 else {}
-        limiter.record(req.method, status, headers)
+        await limiter.record(grant, status, headers)
         if status == 429:
             raise RateLimitError("429", status_code=429, retry_after=2.0)
         return OK
 
     start = clock()
-    calls = [retrier.call(post(key=True), attempt) for _ in range(5)]
+    calls = [retrier.call(Call(post(key=True)), attempt) for _ in range(5)]
     assert await clock.run(asyncio.gather(*calls)) == [OK] * 5
     assert len(sent) == 6
     assert limiter.state.write.throttles == 1
@@ -575,7 +586,7 @@ def test_token_request_errors_are_never_retried() -> None:
     from contractsdk import TokenRequestError
 
     error = TokenRequestError("the token endpoint answered 503", status_code=503)
-    assert not should_retry(error, request=Request(method="GET", url="https://h/v1/x"))
+    assert not should_retry(error, call=Call(Request(method="GET", url="https://h/v1/x")))
 
 
 @pytest.mark.parametrize(
@@ -590,15 +601,11 @@ def test_token_request_errors_are_never_retried() -> None:
     ],
 )
 def test_keys_not_trusted(error: Exception, inside: bool) -> None:
-    """Inside keys_not_trusted, a keyed POST is replayed only after certainly-unprocessed failures."""
-    from contractsdk._retry import keys_not_trusted
-
+    """With trust_key False, a keyed POST is replayed only after certainly-unprocessed failures."""
     post = Request(
         method="POST", url="https://h/v1/teams/1/contracts", headers={"Idempotency-Key": "k"}
     )
     get = Request(method="GET", url="https://h/v1/users/1")
-    assert should_retry(error, request=post)  # outside: the key makes it replayable
-    with keys_not_trusted():
-        assert should_retry(error, request=post) is inside
-        assert should_retry(error, request=get)  # a GET is replayable whatever the keys
-    assert should_retry(error, request=post)
+    assert should_retry(error, call=Call(post))  # by default the key makes it replayable
+    assert should_retry(error, call=Call(post, trust_key=False)) is inside
+    assert should_retry(error, call=Call(get, trust_key=False))  # a GET is always replayable

@@ -27,7 +27,6 @@ from contractsdk._exceptions import (
     TermValidationError,
     TransportError,
 )
-from contractsdk._retry import keys_not_trusted
 from contractsdk.bulk._journal import Journal
 from contractsdk.bulk._model import RowOutcome
 from contractsdk.bulk._readers import SourceRow
@@ -333,15 +332,15 @@ class Run:
         try:
             # An ambiguous failure comes back to the job instead of being replayed under the
             # key, which the service may ignore: the journal reconciles it by listing first.
-            with keys_not_trusted():
-                contract = await self.client.contracts.create(
-                    record.team_id,
-                    template_id=record.template_id,
-                    created_by=job._created_by,
-                    values=record.values or {},
-                    require_all=job._require_all,
-                    idempotency_key=idempotency_key(job.job_id, key),
-                )
+            contract = await self.client.contracts._create(
+                record.team_id,
+                template_id=record.template_id,
+                created_by=job._created_by,
+                values=record.values or {},
+                require_all=job._require_all,
+                idempotency_key=idempotency_key(job.job_id, key),
+                trust_key=False,
+            )
         except TermValidationError as exc:
             # The template's terms changed since the row was checked (a refreshed cache).
             job._in_flight -= 1

@@ -96,6 +96,32 @@ class Contracts(Resource):
             TermValidationError: The values break the terms (nothing was sent).
             PermissionDeniedError: ``created_by`` may not create contracts in the team.
         """
+        return await self._create(
+            team_id,
+            template_id=template_id,
+            created_by=created_by,
+            values=values,
+            require_all=require_all,
+            idempotency_key=idempotency_key,
+        )
+
+    async def _create(
+        self,
+        team_id: int,
+        /,
+        *,
+        template_id: int,
+        created_by: int,
+        values: TermValues | None,
+        require_all: bool,
+        idempotency_key: str | None,
+        trust_key: bool = True,
+    ) -> Contract:
+        """Create a contract as :meth:`create` does.
+
+        With ``trust_key`` False an ambiguous failure is never replayed under the key, for
+        callers that reconcile unknown outcomes themselves (the bulk job).
+        """
         team = path_id(team_id, "team_id")
         template = int(path_id(template_id, "template_id"))
         creator = int(path_id(created_by, "created_by"))
@@ -103,7 +129,11 @@ class Contracts(Resource):
         fields = terms.build_fields(values or {}, require_all=require_all)
         body = {"created_by_user_id": creator, "template_id": template, "fields": fields}
         response = await self._client._send_json(
-            "POST", f"/teams/{team}/contracts", body, idempotency_key=idempotency_key
+            "POST",
+            f"/teams/{team}/contracts",
+            body,
+            idempotency_key=idempotency_key,
+            trust_key=trust_key,
         )
         link = _created_link(response)
         stored = flatten_fields(fields)

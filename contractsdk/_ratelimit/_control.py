@@ -1,0 +1,378 @@
+"""The learning policy, pure: ``step(control, observation, now) -> Decision``.
+
+No I/O, no event loop, no clock of its own: the limiter feeds it what one answer said and
+the bucket's *busy time* (seconds during which the bucket had requests waiting or in
+flight; idle time never enters it, so a client that wakes up after a quiet spell neither
+finds a rate that grew while nobody used it nor measures a rate diluted by the silence).
+The same functions drive a client alone and a fleet of processes that share one state
+through Redis: the state is a handful of numbers that serialise as they are.
+
+What it decides, per bucket:
+
+* **Rate, known limit.** A configured (or declared) limit is paced at ``PACING`` (99 %)
+  of itself. A 429 still lowers it, as below: the real limit may be lower (another
+  process without shared state, a changed plan); it climbs back, never above.
+* **Rate, unknown limit.** A *slow start* at ``SLOW_START_RATE`` doubles every
+  ``SLOW_START_DOUBLING`` busy seconds while the bucket is backlogged (a client that does
+  not use its rate never raises it). When the server's headers name a limit
+  (``X-RateLimit-Limit``, read per the longest reset seen, at least a second), the slow
+  start jumps straight to it.
+* **Decrease.** A *fresh* 429 (its request was granted after the last decrease, so it is
+  not an echo of the same overload: TCP cuts once per round trip) lowers the rate to
+  ``beta * W``, W being the rate that overloaded the server. Under a steady overload every
+  kind of server (token bucket, GCRA, fixed or sliding window) admits exactly its limit,
+  so once an epoch (the time since the last decrease) is old enough to measure, W is the
+  rate of admitted answers over it (or the rate in use times the share admitted, if
+  higher: a rate that only just crossed the limit). Leaving the slow start, or in an epoch
+  too young to measure, W is the rate in use and the cut deeper (``FIRST_BETA``,
+  ``YOUNG_BETA``): the overshoot is unknown and 429s keep coming until the rate is under.
+* **Climb.** CUBIC in relative form, ``W * (1 + c * (t - K)**3)``: fast while far below W,
+  flat around it, then probing above in case the limit rose. K is a few busy seconds
+  whatever the rate, so 25/s and 1,000/s converge alike, and doubles (to ``K_MAX``) each
+  time a decrease finds W where the last one did: a limit found again and again is
+  probed, and overrun, less and less often.
+* **Remaining 0 is a hint, not a collapse.** A success that says the server's counter ran
+  out means its bucket is empty now, not that the rate is wrong (a server with a burst of
+  1 says it after every request). It empties the client's bucket (no burst into an empty
+  server) and, once per epoch, stops a slow start or a probe at the rate in use; it never
+  lowers the rate.
+* **Pauses.** A 429 (or 5xx) with ``Retry-After`` pauses the bucket that long; a 429 that
+  says the counter is empty pauses until its reset; a bare 429 pauses for one interval of
+  the lowered rate. Every pause is cut to ``max_pause``: no answer, however absurd
+  (``Retry-After: 1e9``, a date in 9999, a reset a year away), stalls the client longer.
+
+Invariants (each tested in ``tests/test_ratelimit_control.py``):
+
+1. ``MIN_RATE <= rate <= ceiling * PACING`` whenever a rate is set and learning applies
+   (a ceiling under ``MIN_RATE`` wins); ``rate is None`` only for an unknown limit that
+   does not adapt.
+2. Only a fresh 429 lowers the rate, and it bumps ``epoch``; echoes change nothing but the
+   pause.
+3. ``0 <= pause <= max_pause``.
+4. The functions are total: any observation gives a decision, never an exception.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Final, Literal
+
+import attrs
+
+from contractsdk._headers import RateLimitHints
+
+__all__ = [
+    "BETA",
+    "CUBIC_K",
+    "FIRST_BETA",
+    "MIN_RATE",
+    "PACING",
+    "SLOW_START_DOUBLING",
+    "SLOW_START_RATE",
+    "Control",
+    "Decision",
+    "Observation",
+    "initial",
+    "step",
+]
+
+#: The fraction of a known limit the bucket is paced at: requests reach the server no
+#: earlier than they leave, so pacing under R leaves its bucket a margin growing by 1 % of R
+#: per second against timing noise.
+PACING: Final = 0.99
+#: The multiplicative decrease: near a limit measured over a whole epoch; leaving the slow
+#: start (where the server's burst hid how far the rate overshot); and for a 429 that comes
+#: within an epoch too young to measure (the overload persists: keep going down).
+BETA: Final = 0.9
+FIRST_BETA: Final = 0.7
+YOUNG_BETA: Final = 0.8
+#: Busy seconds CUBIC takes to climb back to W after a decrease by BETA; it doubles, up to
+#: K_MAX, each time a decrease finds W within SAME_W of where the last one did, so a
+#: limit found again and again is probed (and overrun) less and less often.
+CUBIC_K: Final = 2.0
+K_MAX: Final = 8.0
+SAME_W: Final = 0.05
+
+#: The lowest rate the learning ever sets (botocore's minimum fill rate).
+MIN_RATE: Final = 0.5
+#: Slow start for unknown limits: the first rate, and the busy seconds per doubling.
+SLOW_START_RATE: Final = 20.0
+SLOW_START_DOUBLING: Final = 0.25
+#: A fresh 429 this soon after a decrease (busy seconds), or with fewer answers in the
+#: epoch, is still the same overload: it pauses but does not lower the rate again.
+MIN_EPOCH: Final = 0.2
+MIN_ANSWERS: Final = 5
+#: One decrease never cuts W below this share of the rate in use.
+MAX_CUT: Final = 0.5
+#: Increases never take the rate past this multiple of the measured send rate (botocore).
+SEND_RATE_CLAMP: Final = 2.0
+
+Phase = Literal["off", "paced", "slow", "cubic"]
+
+
+@attrs.frozen
+class Control:
+    """The learning state of one bucket.
+
+    Attributes:
+        rate: Requests per second it paces at; None: it does not pace.
+        phase: ``"off"`` (no pacing), ``"paced"`` (at a known ceiling, nothing learnt),
+            ``"slow"`` (slow start) or ``"cubic"`` (after a decrease).
+        w_max: CUBIC's W: the rate that last overloaded the server.
+        t_fail: The busy time of the last decrease (or the hint that set W).
+        k: Busy seconds from ``t_fail`` until the curve is back at W.
+        k_base: The K a decrease by ``BETA`` would take: it doubles, up to ``K_MAX``, each
+            time a decrease finds W where the last one did.
+        stamp: The busy time the rate was last grown at (slow start is incremental).
+        epoch: Decreases so far; a 429 is fresh when its request was granted at this epoch.
+        hinted: A remaining-0 hint has already set W in this epoch.
+    """
+
+    rate: float | None
+    phase: Phase
+    w_max: float = 0.0
+    t_fail: float = 0.0
+    k: float = 0.0
+    stamp: float = 0.0
+    epoch: int = 0
+    hinted: bool = False
+    k_base: float = CUBIC_K
+
+
+@attrs.frozen
+class Observation:
+    """What one answer said, with what the limiter measured when it came.
+
+    Attributes:
+        status: The HTTP status.
+        hints: The rate-limit headers, parsed.
+        fresh: Its request was granted at the current epoch (not an echo).
+        sent: Requests granted per busy second over the last busy second (0: unknown).
+        answered: Answers to requests granted in the current epoch, this one included.
+        admitted: How many of those were not 429.
+        admitted_rate: Answers that were not 429, per busy second, lately.
+        epoch_age: Busy seconds since the current epoch began.
+        hint: The rate the server's headers suggest (``Limit`` over its window), if any.
+        phase_slow: Set by the controller itself (the observation arrived in slow start).
+        backlogged: Requests were waiting for the bucket when it came.
+    """
+
+    status: int
+    hints: RateLimitHints = attrs.field(factory=RateLimitHints)
+    fresh: bool = True
+    sent: float = 0.0
+    answered: int = 0
+    admitted: int = 0
+    admitted_rate: float = 0.0
+    epoch_age: float = math.inf
+    hint: float | None = None
+    phase_slow: bool = False
+    backlogged: bool = False
+
+    @property
+    def throttled(self) -> bool:
+        """The answer is a 429."""
+        return self.status == 429
+
+    @property
+    def exhausted(self) -> bool:
+        """The server says its counter is empty."""
+        return self.hints.remaining is not None and self.hints.remaining < 1
+
+
+@attrs.frozen
+class Decision:
+    """What the limiter does after an observation.
+
+    Attributes:
+        control: The new learning state.
+        pause: Seconds to pause the bucket for (0.0: no pause).
+        tokens: The most requests the bucket may hold now (None: unchanged): the server's
+            remaining count, so the client never bursts past what the server has left.
+    """
+
+    control: Control
+    pause: float = 0.0
+    tokens: float | None = None
+
+
+def initial(ceiling: float | None, *, adaptive: bool, now: float) -> Control:
+    """Return the state a bucket starts in, or goes back to when its limits change."""
+    if ceiling is not None:
+        return Control(rate=ceiling * PACING, phase="paced", stamp=now)
+    if not adaptive:
+        return Control(rate=None, phase="off", stamp=now)
+    return Control(rate=SLOW_START_RATE, phase="slow", stamp=now)
+
+
+def _clamp(rate: float, ceiling: float | None) -> float:
+    rate = max(MIN_RATE, rate)
+    return rate if ceiling is None else min(rate, ceiling * PACING)
+
+
+def said_pause(observation: Observation, *, max_pause: float, paced: bool = True) -> float | None:
+    """Return how long the server asked the bucket to pause, cut to ``max_pause``, if it did.
+
+    ``Retry-After`` on a 429 or a 5xx; on a 429, the reset of a counter that says it is
+    empty. A success that says the counter is empty pauses nothing: its request went
+    through, and a token-bucket server refills long before its rounded-up reset; unless
+    the bucket does not pace (``paced`` False), when the reset is all there is to go by.
+    """
+    hints = observation.hints
+    status = observation.status
+    if hints.retry_after is not None and (status == 429 or status >= 500):
+        return min(hints.retry_after, max_pause)
+    if (status == 429 or not paced) and observation.exhausted and hints.reset is not None:
+        return min(hints.reset, max_pause)
+    return None
+
+
+def _measured_w(rate: float, observation: Observation) -> float | None:
+    """The rate that overloaded the server, or None when the epoch is too young to tell.
+
+    Leaving a slow start: the rate in use. Later, from this epoch's answers: under steady
+    overload every server type admits its limit, whatever it refuses, so W is the rate of
+    admitted answers over the epoch, or the rate in use times the share admitted if that
+    is higher (a rate that only just crossed the limit after a long clean climb).
+    """
+    if 0 < observation.sent < rate and not observation.backlogged:
+        rate = observation.sent  # the rate was not all used: W is what was sent
+    if observation.phase_slow:
+        return rate
+    age = observation.epoch_age
+    if age < MIN_EPOCH or observation.answered < MIN_ANSWERS:
+        return rate  # too young to measure: a plain multiplicative decrease
+    admitted = observation.admitted / age
+    share = rate * observation.admitted / observation.answered
+    measured = min(rate, max(admitted, share))
+    if observation.hint is not None:
+        # The server named its limit: a pause after each 429 lets its bucket refill, and
+        # the refill hides how far above it the rate was.
+        measured = min(measured, observation.hint)
+    return measured
+
+
+def _decrease(
+    control: Control, rate: float, observation: Observation, ceiling: float | None, now: float
+) -> Control:
+    """A fresh 429: W is what overloaded the server; the rate drops to ``beta * W``."""
+    slow = control.phase == "slow"
+    young = observation.epoch_age < MIN_EPOCH or observation.answered < MIN_ANSWERS
+    measured = _measured_w(rate, attrs.evolve(observation, phase_slow=slow))
+    if measured is None:
+        return control
+    w_max = max(MIN_RATE, measured, rate * MAX_CUT)
+    if slow:
+        beta, k = FIRST_BETA, CUBIC_K
+    elif young:
+        beta, k = YOUNG_BETA, CUBIC_K
+    else:
+        beta = BETA
+        # The same limit found again: probe for a higher one less often.
+        same = control.w_max > 0 and abs(w_max - control.w_max) <= SAME_W * control.w_max
+        k = min(control.k_base * 2, K_MAX) if same else CUBIC_K
+    return Control(
+        rate=_clamp(w_max * beta, ceiling),
+        phase="cubic",
+        w_max=w_max,
+        t_fail=now,
+        k=k * ((1 - beta) / (1 - BETA)) ** (1 / 3),
+        k_base=k,
+        stamp=now,
+        epoch=control.epoch + 1,
+    )
+
+
+def _plateau(control: Control, rate: float, observation: Observation, now: float) -> Control:
+    """Remaining 0 on a success: settle at the rate in use instead of climbing past it.
+
+    Once per epoch, and only when the rate is at or above W (leaving a slow start, or
+    probing above W): a server whose burst is 1 says it after every request, and must
+    not pin the rate for ever. The rate itself is never lowered.
+    """
+    if control.hinted or (control.phase == "cubic" and rate < control.w_max):
+        return control
+    # A limit the server named (or the edge of its counter) is trusted: probe it slowly.
+    k = K_MAX if observation.hint is not None else control.k_base
+    return attrs.evolve(
+        control,
+        rate=rate,
+        phase="cubic",
+        w_max=rate,
+        t_fail=now - k,
+        k=k,
+        k_base=k,
+        stamp=now,
+        hinted=True,
+    )
+
+
+def _below_hint(control: Control, hint: float | None) -> bool:
+    """A slow start still under the rate the server's headers suggest: jump there."""
+    return control.phase == "slow" and hint is not None and (control.rate or 0.0) < hint * PACING
+
+
+def grow(
+    control: Control, *, ceiling: float | None, sent: float, backlogged: bool, now: float
+) -> Control:
+    """Return the state after busy time passed up to ``now`` without a throttle."""
+    rate = control.rate
+    if rate is None or control.phase in ("off", "paced") or now <= control.stamp:
+        return control
+    if control.phase == "slow":
+        if not backlogged:  # not using the rate it has: no reason to raise it
+            return attrs.evolve(control, stamp=now)
+        target = rate * 2.0 ** ((now - control.stamp) / SLOW_START_DOUBLING)
+    else:
+        c = (1 - BETA) / control.k_base**3
+        target = control.w_max * (1 + c * (now - control.t_fail - control.k) ** 3)
+    if target > rate and sent > 0 and not backlogged:
+        # Not all used: raise it no further than a multiple of what is sent (botocore).
+        target = min(target, max(rate, SEND_RATE_CLAMP * sent))
+    return attrs.evolve(control, rate=_clamp(target, ceiling), stamp=now)
+
+
+def step(
+    control: Control,
+    observation: Observation,
+    now: float,
+    *,
+    ceiling: float | None,
+    adaptive: bool,
+    max_pause: float,
+) -> Decision:
+    """Return what to do after one answer (the module header says how and why).
+
+    Args:
+        control: The bucket's state.
+        observation: What the answer said and what the limiter measured.
+        now: The bucket's busy time.
+        ceiling: The known limit (configured, or the server's declared policy, the lower).
+        adaptive: Whether to learn.
+        max_pause: The longest pause any answer may cause.
+    """
+    rate = control.rate
+    pause = said_pause(observation, max_pause=max_pause, paced=rate is not None)
+    throttled = observation.throttled
+    tokens = 0.0 if throttled else observation.hints.remaining
+    if throttled and observation.fresh and adaptive and rate is not None:
+        control = _decrease(control, rate, observation, ceiling, now)
+        rate = control.rate
+    elif observation.exhausted and adaptive and rate is not None and not throttled:
+        control = _plateau(control, rate, observation, now)
+    elif adaptive and not throttled and _below_hint(control, observation.hint):
+        assert observation.hint is not None
+        control = _plateau(control, observation.hint * PACING, observation, now)
+    elif adaptive and not throttled:
+        control = grow(
+            control,
+            ceiling=ceiling,
+            sent=observation.sent,
+            backlogged=observation.backlogged,
+            now=now,
+        )
+    if pause is None:
+        # A bare 429: pause one interval of the (lowered) rate, so the requests queued
+        # behind it do not all meet the same empty server bucket.
+        pause = min(1 / rate if rate else 0.1, max_pause) if throttled else 0.0
+    return Decision(control, pause=pause, tokens=tokens)

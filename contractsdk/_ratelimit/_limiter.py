@@ -1,0 +1,591 @@
+"""The rate limiter: a read and a write bucket, each a FIFO queue in front of a store.
+
+The client calls ``grant = await limiter.acquire(method)`` before each HTTP request and
+``await limiter.record(grant, status, headers)`` after its answer. The grant is the one
+object that carries what the two calls share (which bucket, at which epoch of the learning
+it was granted), so nothing passes through hidden context variables.
+
+Three parts, each replaceable on its own:
+
+* the queue (this module): FIFO waiters, deadlines, cancellation;
+* the store (``_store.py`` in this process, ``_redis.py`` through Redis): the GCRA
+  schedule that hands out slots, and the learning state;
+* the learning policy (``_control.py``): pure, ``(state, observation, now) -> decision``.
+
+Invariants of one bucket's queue (they hold whenever no code of this module runs):
+
+1. FIFO: requests are granted in arrival order. The fast path (no await before the grant)
+   is taken only when nobody is queued, so a newcomer never overtakes a waiter.
+2. One timer: only the head of the queue holds a reservation and sleeps (on the injected
+   ``sleep``, interruptibly); every other waiter awaits its own future, resolved when it
+   becomes the head. The event loop is never blocked, nothing polls.
+3. A waiter cancelled at any point leaves the queue; if it held a reservation it gives the
+   slot back, and the next waiter becomes the head at once. Nothing it started outlives it.
+4. A pause or a lower rate wakes the head, which reserves again (its old slot no longer
+   holds), and fails queued waiters whose projected grant now falls past their deadline,
+   at once rather than at the deadline.
+5. ``record()`` never raises: unreadable headers are ignored one by one, and a store that
+   fails (Redis away) is the store's problem, not the caller's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import math
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+
+import attrs
+
+from contractsdk._exceptions import RateLimiterTimeoutError
+from contractsdk._headers import _NO_HINTS, parse_rate_limit_headers
+
+from . import _control
+from ._control import Control, Observation
+from ._limits import DEFAULT_MAX_PAUSE, BucketName, RateLimits, bucket_name
+from ._store import LATENESS, LocalStore, Meter, Schedule, Slot, Store
+
+__all__ = ["BucketState", "Grant", "RateLimiter", "RateLimiterState"]
+
+_EPSILON = 1e-9
+#: A rate rise this large wakes the sleeping head to reserve again sooner.
+_KICK_RATIO = 1.05
+
+
+@attrs.frozen(slots=True)
+class Grant:
+    """A request's permission to go, handed back to :meth:`RateLimiter.record`.
+
+    Attributes:
+        bucket: ``"read"`` or ``"write"``.
+        epoch: The learning epoch it was granted in (a 429 for it is fresh when the
+            bucket is still in this epoch).
+        waited: Seconds it spent waiting.
+    """
+
+    bucket: BucketName
+    epoch: int
+    waited: float
+
+
+@attrs.frozen(kw_only=True)
+class BucketState:
+    """A snapshot of one bucket of a client's rate limiter.
+
+    Attributes:
+        name: ``"read"`` or ``"write"``.
+        rate: The rate it paces at now, requests per second; None when it does not pace.
+        limit: The known ceiling: the configured rate, or the service's declared policy
+            if lower; None when unknown.
+        learning: True while the limit is unknown and the rate still rising (slow start).
+        capacity: The most requests it lets go at once after an idle spell.
+        tokens: Requests it could grant right now.
+        paused_until: The monotonic time the bucket is paused until, or None.
+        paused_for: Seconds of pause left (0.0 when not paused).
+        waiting: Requests queued now (in this process).
+        granted: Requests granted so far (by this process).
+        throttles: 429 answers seen so far (by this process).
+        waited: Seconds requests have spent queued, summed.
+        server_limit: The last limit the service's headers declared, if any.
+        server_remaining: The last remaining count the service's headers gave, if any.
+        shared: Whether the bucket is shared with other processes through Redis now.
+    """
+
+    name: BucketName
+    rate: float | None
+    limit: float | None
+    learning: bool
+    capacity: float
+    tokens: float
+    paused_until: float | None
+    paused_for: float
+    waiting: int
+    granted: int
+    throttles: int
+    waited: float
+    server_limit: float | None
+    server_remaining: float | None
+    shared: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class RateLimiterState:
+    """A snapshot of a client's rate limiter (``client.rate_limits``).
+
+    Attributes:
+        limits: The limits it was configured with.
+        read: The read bucket (GET, HEAD, OPTIONS).
+        write: The write bucket (every other method).
+    """
+
+    limits: RateLimits
+    read: BucketState
+    write: BucketState
+
+    def __getitem__(self, name: BucketName) -> BucketState:
+        return self.read if name == "read" else self.write
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class _Waiter:
+    __slots__ = ("arrived", "deadline", "future")
+
+    def __init__(self, arrived: float, deadline: float | None) -> None:
+        self.arrived = arrived
+        self.deadline = deadline
+        # Set only for a waiter that is not the head on arrival; resolved on promotion.
+        self.future: asyncio.Future[None] | None = None
+
+
+class _Queue:
+    """One bucket: its waiters, what this process measured, and its view of the limits."""
+
+    def __init__(self, name: BucketName, limiter: RateLimiter) -> None:
+        self.name: BucketName = name
+        self._limiter = limiter
+        self._queue: deque[_Waiter] = deque()
+        self._deadlines = 0  # waiters in the queue with a deadline
+        self._wake: asyncio.Future[None] | None = None
+        # What this process measured in the current epoch (for the admitted share).
+        self.epoch = 0
+        self.answered = 0
+        self.admitted = 0
+        self.epoch_start = 0.0  # busy time this process saw the epoch begin
+        self.max_reset = 1.0  # the longest counter reset seen: the window is at least this
+        self.admitted_meter = Meter()  # answers that were not 429, per busy second
+        self.busy = 0.0
+        self.sent = 0.0
+        self.backlogged = False
+        self.server_rate: float | None = None
+        self.server_burst = 1.0
+        self.server_limit: float | None = None
+        self.server_remaining: float | None = None
+        self.granted = 0
+        self.throttles = 0
+        self.waited = 0.0
+        self.schedule = Schedule(rate=None, tau=0.0, burst=1.0)
+
+    # -- the schedule the store hands slots out by ---------------------------------------
+
+    def reschedule(self, control: Control) -> None:
+        """Derive the schedule from the learning state and what is known of the server."""
+        limiter = self._limiter
+        rate = control.rate
+        burst = float(limiter.limits.burst or self.server_burst)
+        if rate is None:
+            self.schedule = Schedule(rate=None, tau=0.0, burst=burst)
+            return
+        tau = max((burst - 1) / rate, LATENESS)
+        old = self.schedule.rate
+        self.schedule = Schedule(rate=rate, tau=tau, burst=burst)
+        if old is not None and rate < old:
+            self._invalidate()
+        elif old is None or rate > old * _KICK_RATIO:
+            self._kick()
+
+    def ceiling(self) -> float | None:
+        """The known limit: the configured rate or the server's declared one, the lower."""
+        configured = self._limiter.limits.rate(self.name)
+        server = self.server_rate
+        if configured is None or server is None:
+            return server if configured is None else configured
+        return min(configured, server)
+
+    # -- waiting -----------------------------------------------------------------------
+
+    async def acquire(self, timeout: float | None) -> Grant:
+        limiter = self._limiter
+        store = limiter._store
+        if not self._queue and store.synchronous:
+            slot = await store.reserve(self.name, self.schedule, max_wait=0.0)
+            if isinstance(slot, Slot):  # it can go now: no queue, no timer
+                return self._grant(slot, 0.0)
+        now = limiter._clock()
+        waiter = _Waiter(now, None if timeout is None else now + timeout)
+        if timeout is not None:
+            wait = limiter._projected_wait(self, len(self._queue))
+            if wait > timeout + _EPSILON:
+                raise self._timeout_error(wait, timeout)
+        self._queue.append(waiter)
+        if waiter.deadline is not None:
+            self._deadlines += 1
+        try:
+            if len(self._queue) > 1:
+                waiter.future = asyncio.get_running_loop().create_future()
+                await waiter.future
+            slot = await self._reserve_and_sleep(waiter)
+        except BaseException:
+            self._leave(waiter)
+            raise
+        self._pop_head()
+        waited = limiter._clock() - waiter.arrived
+        self.waited += waited
+        return self._grant(slot, waited)
+
+    async def _reserve_and_sleep(self, waiter: _Waiter) -> Slot:
+        """As the head: reserve a slot and sleep until it.
+
+        Woken early (a pause, a new rate), the slot no longer says when to go: the head
+        gives it back and reserves again under the new schedule.
+        """
+        limiter = self._limiter
+        store = limiter._store
+        while True:
+            now = limiter._clock()
+            max_wait = None if waiter.deadline is None else max(0.0, waiter.deadline - now)
+            slot = await store.reserve(self.name, self.schedule, max_wait=max_wait)
+            if not isinstance(slot, Slot):
+                raise self._timeout_error(limiter._clock() + slot - waiter.arrived, waiter)
+            if slot.wait <= 0:
+                return slot
+            due = now + slot.wait
+            try:
+                await self._nap(slot.wait)
+            except BaseException:
+                await _quietly(store.release(self.name, slot))
+                raise
+            if limiter._clock() >= due - _EPSILON:
+                return slot
+            await _quietly(store.release(self.name, slot))
+
+    async def _nap(self, seconds: float) -> None:
+        """Sleep as the head for ``seconds``, or until :meth:`_kick` wakes it earlier."""
+        wake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        sleeper = asyncio.ensure_future(self._limiter._sleep(seconds))
+        sleeper.add_done_callback(lambda _: _resolve(wake))
+        self._wake = wake
+        try:
+            await wake
+        finally:
+            self._wake = None
+            if sleeper.done():
+                if not sleeper.cancelled():
+                    sleeper.result()  # an error of the injected sleep surfaces here
+            else:
+                sleeper.cancel()
+
+    def _kick(self) -> None:
+        """Make the sleeping head look again now."""
+        if self._wake is not None:
+            _resolve(self._wake)
+
+    def _invalidate(self) -> None:
+        """Reservations no longer hold (a pause, a slower rate): the head reserves again."""
+        self._kick()
+        self._expire()
+
+    def _pop_head(self) -> None:
+        """Remove the head and promote the next waiter, whose future wakes it."""
+        if self._queue.popleft().deadline is not None:
+            self._deadlines -= 1
+        if self._queue and (future := self._queue[0].future) is not None:
+            _resolve(future)
+
+    def _leave(self, waiter: _Waiter) -> None:
+        """Take a waiter that gives up (cancelled, timed out) out of the queue."""
+        if self._queue and self._queue[0] is waiter:
+            self._pop_head()
+        elif waiter in self._queue:  # not if _expire took it out already
+            self._queue.remove(waiter)
+            if waiter.deadline is not None:
+                self._deadlines -= 1
+
+    def _expire(self) -> None:
+        """Fail, at once, queued waiters whose projected grant now falls past their deadline.
+
+        The head is only woken: it checks its own deadline. Free when nobody set a timeout.
+        """
+        if not self._deadlines or len(self._queue) < 2:
+            return
+        limiter = self._limiter
+        now = limiter._clock()
+        kept: deque[_Waiter] = deque([self._queue[0]])
+        for waiter in itertools.islice(self._queue, 1, None):
+            wait = limiter._projected_wait(self, len(kept))
+            if waiter.deadline is not None and now + wait > waiter.deadline + _EPSILON:
+                if waiter.future is not None and not waiter.future.done():
+                    error = self._timeout_error(now + wait - waiter.arrived, waiter)
+                    waiter.future.set_exception(error)
+                self._deadlines -= 1
+                continue
+            kept.append(waiter)
+        self._queue.clear()
+        self._queue.extend(kept)
+
+    def _timeout_error(
+        self, wait: float, timeout: float | _Waiter | None
+    ) -> RateLimiterTimeoutError:
+        if isinstance(timeout, _Waiter):
+            timeout = None if timeout.deadline is None else timeout.deadline - timeout.arrived
+        return RateLimiterTimeoutError(
+            f"the {self.name} rate limit would hold this request {wait:.3f} s, "
+            f"more than its timeout of {timeout or 0.0:.3f} s",
+            bucket=self.name,
+            wait=wait,
+        )
+
+    def _grant(self, slot: Slot, waited: float) -> Grant:
+        self.granted += 1
+        self.busy = slot.busy
+        self.sent = slot.sent
+        self.backlogged = slot.backlogged or bool(self._queue)
+        control = slot.control
+        if control.epoch != self.epoch:  # another process lowered the shared rate
+            self.epoch = control.epoch
+            self.answered = self.admitted = 0
+            self.epoch_start = slot.busy
+        if control.rate != self.schedule.rate:
+            self.reschedule(control)
+        return Grant(self.name, control.epoch, waited)
+
+    @property
+    def waiting(self) -> int:
+        return len(self._queue)
+
+
+async def _quietly(awaitable: Awaitable[None]) -> None:
+    """Await best-effort work (giving a slot back) whose failure changes nothing."""
+    with contextlib.suppress(Exception):  # a slot not given back is a slot lost, no more
+        await awaitable
+
+
+class RateLimiter:
+    """A client's rate limiter: a read and a write bucket shared by all its tasks.
+
+    Args:
+        limits: The limits to start from.
+        store: Where the buckets live; a :class:`LocalStore` (this process only) by default.
+        max_pause: The longest any answer may pause a bucket (``limits.max_pause`` wins).
+        clock: Monotonic seconds (injected for tests).
+        wall_clock: Wall-clock seconds since the epoch, for HTTP dates and epoch resets.
+        sleep: The async sleep the queue's head waits on (injected for tests).
+    """
+
+    def __init__(
+        self,
+        limits: RateLimits,
+        *,
+        store: Callable[[dict[BucketName, Control]], Store] | None = None,
+        max_pause: float = DEFAULT_MAX_PAUSE,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.limits = limits
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._sleep = sleep
+        self._max_pause = limits.max_pause if limits.max_pause is not None else max_pause
+        self._queues: dict[BucketName, _Queue] = {
+            "read": _Queue("read", self),
+            "write": _Queue("write", self),
+        }
+        initial = {name: self._initial(queue) for name, queue in self._queues.items()}
+        self._store: Store = LocalStore(clock, initial) if store is None else store(initial)
+        for name, queue in self._queues.items():
+            queue.reschedule(initial[name])
+
+    def __repr__(self) -> str:
+        return f"RateLimiter({self.limits!r}, store={self._store!r})"
+
+    def _initial(self, queue: _Queue) -> Control:
+        return _control.initial(queue.ceiling(), adaptive=self.limits.adaptive, now=queue.busy)
+
+    def _projected_wait(self, queue: _Queue, position: int) -> float:
+        store = self._store
+        if isinstance(store, LocalStore):
+            return store.projected_wait(queue.name, queue.schedule, position)
+        rate = queue.schedule.rate
+        _, _, paused_until = store.snapshot(queue.name)
+        start = max(0.0, paused_until - self._clock())
+        return start + (position / rate if rate else 0.0)
+
+    def set_limits(self, limits: RateLimits) -> None:
+        """Change the limits at runtime; the new rates apply at once, to waiters too."""
+        self.limits = limits
+        if limits.max_pause is not None:
+            self._max_pause = limits.max_pause
+        for queue in self._queues.values():
+            control = self._initial(queue)
+            store = self._store
+            if isinstance(store, LocalStore):
+                store.set_control(queue.name, control)
+            queue.reschedule(control)
+            queue._invalidate()
+
+    async def acquire(self, method: str, *, timeout: float | None = None) -> Grant:
+        """Wait for the turn of a request of ``method`` and return its grant.
+
+        Requests are granted in arrival order. Cancelling the waiting task gives its place
+        up; nothing is consumed.
+
+        Args:
+            method: The HTTP method; GET, HEAD and OPTIONS draw on the read bucket.
+            timeout: The most seconds to wait; None waits as long as it takes, 0 only
+                takes a request that can go at once.
+
+        Raises:
+            RateLimiterTimeoutError: The wait would exceed ``timeout``; raised as soon as
+                that is known, without waiting for the deadline.
+        """
+        return await self._queues[bucket_name(method)].acquire(timeout)
+
+    async def record(self, grant: Grant, status_code: int, headers: Mapping[str, str]) -> None:
+        """Learn from the answer to a granted request; never raises.
+
+        A 429 pauses the whole bucket (every waiting and later task, in every process that
+        shares it) until its ``Retry-After`` or briefly, and lowers the rate once per
+        overload; a success that says the server's counter ran out empties the bucket and
+        stops the climb; other answers let the rate climb back. Every pause is cut to
+        ``max_pause``.
+
+        Args:
+            grant: What :meth:`acquire` returned for the request.
+            status_code: The response status.
+            headers: The response headers (a case-insensitive mapping).
+        """
+        queue = self._queues[grant.bucket]
+        hints = parse_rate_limit_headers(headers, now=self._wall_clock())
+        throttled = status_code == 429
+        fresh = grant.epoch == queue.epoch
+        if throttled:
+            queue.throttles += 1
+        if fresh:
+            queue.answered += 1
+            if not throttled:
+                queue.admitted += 1
+        if hints.limit is not None:
+            queue.server_limit = hints.limit
+        if hints.reset is not None and hints.reset > queue.max_reset:
+            queue.max_reset = min(hints.reset, self._max_pause)
+        if hints.remaining is not None:
+            queue.server_remaining = hints.remaining
+            if hints.remaining + 1 > queue.server_burst and not throttled:
+                queue.server_burst = min(hints.remaining + 1, _burst_cap(queue))
+        store = self._store
+        control, version, _ = store.snapshot(grant.bucket)
+        if hints is _NO_HINTS and not throttled and control.phase == "paced":
+            return  # the usual case with a known limit: nothing to learn, nothing to store
+        start = control
+        declared = hints.rate
+        if (
+            declared is not None
+            and declared != queue.server_rate
+            and declared * self._max_pause >= 1  # absurdly slow policies are not believed
+        ):
+            queue.server_rate = declared  # the server's declared policy: a ceiling
+            control = attrs.evolve(
+                _control.initial(queue.ceiling(), adaptive=self.limits.adaptive, now=queue.busy),
+                epoch=control.epoch,
+            )
+        now = self._clock()
+        busy = queue.busy
+        if isinstance(store, LocalStore):
+            busy = store.advance(grant.bucket, queue.schedule.rate, now)
+        if not throttled:
+            queue.admitted_meter.add(busy)
+        observation = Observation(
+            status=status_code,
+            admitted_rate=queue.admitted_meter.rate(busy),
+            epoch_age=busy - queue.epoch_start,
+            hint=None if hints.limit is None else hints.limit / queue.max_reset,
+            hints=hints,
+            fresh=fresh,
+            sent=queue.sent,
+            answered=queue.answered,
+            admitted=queue.admitted,
+            backlogged=queue.backlogged,
+        )
+        ceiling = queue.ceiling()
+        if ceiling is not None and (control.rate or 0.0) > ceiling * _control.PACING:
+            control = attrs.evolve(control, rate=ceiling * _control.PACING)
+        decision = _control.step(
+            control,
+            observation,
+            busy,
+            ceiling=ceiling,
+            adaptive=self.limits.adaptive,
+            max_pause=self._max_pause,
+        )
+        new = decision.control
+        if new is start and not decision.pause and decision.tokens is None:
+            return
+        old_schedule = queue.schedule
+        queue.reschedule(new)
+        with contextlib.suppress(Exception):  # invariant 5: the store's failure is not ours
+            await store.update(
+                grant.bucket,
+                new,
+                version,
+                schedule=queue.schedule,
+                pause=decision.pause,
+                tokens=decision.tokens,
+            )
+        if new.epoch != queue.epoch:
+            queue.epoch = new.epoch
+            queue.answered = queue.admitted = 0
+            # The epoch is measured from the end of its pause: waiting out a Retry-After
+            # is not sending at the new rate.
+            queue.epoch_start = busy + decision.pause
+        if decision.pause > 0 or (
+            queue.schedule.rate is not None
+            and old_schedule.rate is not None
+            and queue.schedule.rate < old_schedule.rate
+        ):
+            queue._invalidate()
+
+    @property
+    def state(self) -> RateLimiterState:
+        """A frozen snapshot of both buckets."""
+        return RateLimiterState(
+            limits=self.limits,
+            read=self._bucket_state(self._queues["read"]),
+            write=self._bucket_state(self._queues["write"]),
+        )
+
+    def _bucket_state(self, queue: _Queue) -> BucketState:
+        now = self._clock()
+        store = self._store
+        control, _, paused_until = store.snapshot(queue.name)
+        paused = paused_until > now
+        schedule = queue.schedule
+        if schedule.rate is None:
+            tokens = math.inf
+        elif isinstance(store, LocalStore):
+            tokens = store.tokens(queue.name, schedule)
+        else:
+            tokens = 0.0
+        return BucketState(
+            name=queue.name,
+            rate=control.rate,
+            limit=queue.ceiling(),
+            learning=control.phase == "slow",
+            capacity=schedule.burst,
+            tokens=tokens,
+            paused_until=paused_until if paused else None,
+            paused_for=paused_until - now if paused else 0.0,
+            waiting=queue.waiting,
+            granted=queue.granted,
+            throttles=queue.throttles,
+            waited=queue.waited,
+            server_limit=queue.server_limit,
+            server_remaining=queue.server_remaining,
+            shared=store.shared,
+        )
+
+    async def aclose(self) -> None:
+        """Release the store's connections."""
+        await self._store.aclose()
+
+
+def _burst_cap(queue: _Queue) -> float:
+    """The most a server's ``Remaining`` may raise the known burst: a second's worth."""
+    rate = queue.schedule.rate or queue.ceiling()
+    return max(1.0, rate) if rate else 1.0

@@ -1,0 +1,411 @@
+"""Where a bucket's state lives: this process (:class:`LocalStore`) or Redis (``_redis.py``).
+
+Both keep, per bucket, a GCRA schedule and the learning state, behind one small async
+interface (:class:`Store`); the limiter above them does not know which it talks to.
+
+GCRA (the generic cell rate algorithm, as nginx's ``limit_req`` and redis-cell) keeps one
+number, the *theoretical arrival time* ``tat``: the time at which the bucket would be empty
+again. With the emission interval ``T = 1/rate`` and a tolerance ``tau``, a reservation at
+``now`` gets the slot ``max(now, pause end, tat - tau)`` and moves ``tat`` on by ``T``.
+A reservation is a promise: the caller waits until its slot and goes, so waiters are served
+in the order they reserved, across every process that shares the store, with one round
+trip and no polling.
+
+Invariants of one bucket's schedule (they hold whenever no code of this module runs):
+
+1. Slots are handed out in reservation order and never closer than ``T`` apart once the
+   tolerance is used up; at most ``1 + tau / T`` go at once.
+2. After an idle spell, at most ``burst`` requests go at once, where ``burst`` is what is
+   known of the server's bucket (the configured burst, or the most the server's
+   ``Remaining`` has shown, else 1): ``tat >= now + tau - (burst - 1) * T`` is restored
+   whenever no grant happened for ``T + LATENESS``. While requests flow, the tolerance
+   absorbs the event loop's lateness instead.
+3. A pause until ``u`` empties the bucket: ``tat >= u + tau``, so nothing goes before ``u``
+   and no burst at ``u``.
+4. The busy clock advances by the time between two events of the bucket, but by at most
+   ``IDLE_GAP`` (or two intervals of the rate) at once: idle time never enters it.
+5. The learning state is replaced only by a writer that read the current version
+   (compare and set), so two processes that see the same 429 decrease the rate once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Final, Protocol
+
+import attrs
+
+from ._control import Control
+from ._limits import BucketName
+
+__all__ = ["IDLE_GAP", "LATENESS", "LocalStore", "Meter", "Schedule", "Slot", "Store"]
+
+#: The longest gap between two events of a bucket that still counts as busy time.
+IDLE_GAP: Final = 0.5
+#: How late a grant may be and still catch up with the schedule (the event loop's timers
+#: fire late by a millisecond or two, more on a loaded machine).
+LATENESS: Final = 0.02
+#: The busy seconds per bin of the send-rate meter (two bins are kept).
+METER_BIN: Final = 0.5
+
+
+@attrs.frozen
+class Schedule:
+    """How a bucket hands out slots, derived from its learning state and limits.
+
+    Attributes:
+        rate: Slots per second; None: no pacing (every reservation goes at once).
+        tau: The tolerance in seconds: how far a late grant may catch up.
+        burst: How many requests may go at once after an idle spell.
+    """
+
+    rate: float | None
+    tau: float
+    burst: float
+
+
+@attrs.frozen
+class Slot:
+    """A reservation: when the caller may go, and what the store knew then.
+
+    Attributes:
+        wait: Seconds from the reservation until the slot.
+        busy: The bucket's busy clock at the reservation.
+        sent: Slots granted per busy second lately, by every client of the store.
+        backlogged: Reservations were queued ahead: the rate, not the demand, set the pace.
+        control: The bucket's learning state at the reservation.
+        version: Its version, for :meth:`Store.update`.
+        interval: How far the reservation moved the schedule (``1/rate``; 0 unpaced).
+        tat: The schedule's ``tat`` right after it, so that a release undoes exactly this
+            reservation and nothing later.
+    """
+
+    wait: float
+    busy: float
+    sent: float
+    backlogged: bool
+    control: Control
+    version: int
+    interval: float = 0.0
+    tat: float = 0.0
+
+
+class Store(Protocol):
+    """What the limiter asks of the place that keeps its buckets."""
+
+    shared: bool
+    """Whether other processes share the buckets now (through Redis)."""
+    synchronous: bool
+    """Whether :meth:`reserve` completes without suspending (then the limiter tries it
+    before queueing, for free)."""
+
+    def snapshot(self, bucket: BucketName) -> tuple[Control, int, float]:
+        """Return the last known learning state, its version and the pause end (monotonic)."""
+        ...
+
+    async def reserve(
+        self, bucket: BucketName, schedule: Schedule, *, max_wait: float | None
+    ) -> Slot | float:
+        """Reserve the next slot, or return the wait (a float) if it exceeds ``max_wait``."""
+        ...
+
+    async def release(self, bucket: BucketName, slot: Slot) -> None:
+        """Give a reserved slot back (its holder gave up, or reserves again).
+
+        Undone only if no reservation came after it; otherwise the slot is lost (one
+        request's worth of rate).
+        """
+        ...
+
+    async def update(
+        self,
+        bucket: BucketName,
+        control: Control,
+        version: int,
+        *,
+        schedule: Schedule,
+        pause: float,
+        tokens: float | None,
+    ) -> bool:
+        """Replace the learning state if it is still at ``version``; return whether it did.
+
+        A pause and a cap on the tokens the bucket holds apply in any case.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections and stop background work."""
+        ...
+
+
+class Meter:
+    """Events per busy second over the last one to two bins of ``METER_BIN`` busy seconds.
+
+    Two counters, so constant memory and time; busy time, so idle time never dilutes it.
+    """
+
+    __slots__ = ("bin", "counts")
+
+    def __init__(self) -> None:
+        self.bin = 0
+        self.counts = [0, 0]  # events in the current and the previous bin
+
+    def add(self, busy: float) -> None:
+        """Count one event at busy time ``busy``."""
+        self._roll(busy)
+        self.counts[0] += 1
+
+    def remove(self) -> None:
+        """Uncount the last event (a reservation given back)."""
+        self.counts[0] = max(0, self.counts[0] - 1)
+
+    def rate(self, busy: float) -> float:
+        """Events per busy second up to ``busy``."""
+        self._roll(busy)
+        into = busy - self.bin * METER_BIN
+        return (self.counts[0] + self.counts[1]) / (METER_BIN + max(into, 0.0))
+
+    def _roll(self, busy: float) -> None:
+        index = math.floor(busy / METER_BIN)
+        if index != self.bin:
+            self.counts = [0, self.counts[0] if index == self.bin + 1 else 0]
+            self.bin = index
+
+
+class _Bucket:
+    """One bucket's schedule and learning state, in memory."""
+
+    __slots__ = (
+        "busy",
+        "control",
+        "interval",
+        "last_grant",
+        "meter",
+        "paused_until",
+        "seen",
+        "tat",
+        "tau",
+        "version",
+    )
+
+    def __init__(self, control: Control, now: float) -> None:
+        # A new bucket holds one request (tat = now, then moved by the tolerance): this
+        # process cannot know whether others, or an earlier run, left the server's bucket
+        # full (aiolimiter#200). A burst is earned by idling from here on.
+        self.tat = now
+        self.tau = 0.0  # the tolerance tat was last moved with
+        self.interval = 0.0  # the interval tat was last moved with
+        self.paused_until = -math.inf
+        self.last_grant = now
+        self.busy = 0.0
+        self.seen = now
+        self.meter = Meter()  # grants per busy second
+        self.control = control
+        self.version = 0
+
+
+def _rebase(state: _Bucket, schedule: Schedule, interval: float, now: float) -> None:
+    """Carry the schedule over to a new rate or tolerance without moving what is owed.
+
+    ``tat - now`` is a debt of slots at the old interval: at a new rate it is the same
+    number of slots at the new interval (a waiter held back by a slow rate goes as soon as
+    the new rate allows). A wider tolerance must not turn the lead into a burst, nor a
+    narrower one into a gap.
+    """
+    if state.interval and interval != state.interval:
+        debt = state.tat - state.tau - now
+        if debt > 0:
+            state.tat = now + state.tau + debt * interval / state.interval
+    state.interval = interval
+    if schedule.tau != state.tau:
+        state.tat += schedule.tau - state.tau
+        state.tau = schedule.tau
+
+
+class LocalStore:
+    """Buckets kept in this process: exact, synchronous underneath, shared by its tasks.
+
+    Args:
+        clock: Monotonic seconds.
+        initial: The learning state a bucket starts with.
+    """
+
+    shared = False
+    synchronous = True
+
+    def __init__(self, clock: Callable[[], float], initial: dict[BucketName, Control]) -> None:
+        self._clock = clock
+        now = self._clock()
+        self._buckets = {name: _Bucket(control, now) for name, control in initial.items()}
+
+    def __repr__(self) -> str:
+        return "LocalStore()"
+
+    # -- synchronous core, also used by the Redis store's fallback ----------------------
+
+    def advance(self, bucket: BucketName, rate: float | None, now: float) -> float:
+        """Move the busy clock to ``now`` and return it (invariant 4)."""
+        state = self._buckets[bucket]
+        gap = now - state.seen
+        if gap > 0:
+            cap = max(IDLE_GAP, 2 / rate) if rate else IDLE_GAP
+            state.busy += min(gap, cap)
+            state.seen = now
+        return state.busy
+
+    def take(
+        self, bucket: BucketName, schedule: Schedule, now: float, *, max_wait: float | None
+    ) -> Slot | float:
+        """Reserve synchronously (see :meth:`Store.reserve`)."""
+        state = self._buckets[bucket]
+        busy = self.advance(bucket, schedule.rate, now)
+        start = max(now, state.paused_until)
+        rate = schedule.rate
+        interval = 0.0
+        if rate is None:
+            wait = start - now
+            backlogged = False
+        else:
+            interval = 1 / rate
+            _rebase(state, schedule, interval, now)
+            tat = state.tat
+            if now - state.last_grant > interval + LATENESS:  # idle: refill only to the burst
+                tat = max(tat, now + schedule.tau - (schedule.burst - 1) * interval)
+            backlogged = tat - schedule.tau > now
+            slot = max(start, tat - schedule.tau)
+            wait = slot - now
+            if max_wait is not None and wait > max_wait + 1e-9:
+                return wait
+            state.tat = max(tat, slot) + interval
+        if max_wait is not None and wait > max_wait + 1e-9:
+            return wait
+        state.last_grant = now + wait
+        state.meter.add(busy)
+        return Slot(
+            wait=wait,
+            busy=busy,
+            sent=state.meter.rate(busy),
+            backlogged=backlogged,
+            control=state.control,
+            version=state.version,
+            interval=interval,
+            tat=state.tat,
+        )
+
+    def give_back(self, bucket: BucketName, slot: Slot) -> None:
+        """Undo a reservation if nothing moved the schedule since (see :meth:`Store.release`)."""
+        state = self._buckets[bucket]
+        if slot.interval and state.tat == slot.tat:
+            state.tat -= slot.interval
+            state.meter.remove()
+
+    def apply(
+        self,
+        bucket: BucketName,
+        control: Control,
+        version: int,
+        *,
+        schedule: Schedule,
+        pause: float,
+        tokens: float | None,
+        now: float,
+    ) -> bool:
+        """Update synchronously (see :meth:`Store.update`)."""
+        state = self._buckets[bucket]
+        replaced = state.version == version
+        if replaced and control != state.control:
+            state.control = control
+            state.version += 1
+        rate = schedule.rate
+        if pause > 0 and now + pause > state.paused_until:
+            state.paused_until = now + pause
+            if rate is not None:
+                state.tat = max(state.tat, now + pause + schedule.tau)
+        if tokens is not None and rate is not None:
+            # At most `tokens` requests may go at once from now on; with none left, the
+            # next goes one interval from now.
+            state.tat = max(state.tat, now + schedule.tau - (tokens - 1) / rate)
+        return replaced
+
+    def paused_until(self, bucket: BucketName) -> float:
+        """The end of the bucket's pause (monotonic), or -inf."""
+        return self._buckets[bucket].paused_until
+
+    def projected_wait(self, bucket: BucketName, schedule: Schedule, ahead: int) -> float:
+        """Seconds a newcomer would wait behind ``ahead`` queued waiters.
+
+        The head of a queue holds its reservation already, so the newcomer's slot is the
+        next free one plus an interval for every other waiter ahead.
+        """
+        state = self._buckets[bucket]
+        now = self._clock()
+        start = max(now, state.paused_until)
+        if schedule.rate is None:
+            return start - now
+        interval = 1 / schedule.rate
+        tat = state.tat
+        if now - state.last_grant > interval + LATENESS and not ahead:
+            tat = max(tat, now + schedule.tau - (schedule.burst - 1) * interval)
+        return max(start, tat - schedule.tau + max(0, ahead - 1) * interval) - now
+
+    def tokens(self, bucket: BucketName, schedule: Schedule) -> float:
+        """Requests that could go at once right now."""
+        state = self._buckets[bucket]
+        now = self._clock()
+        if schedule.rate is None:
+            return math.inf
+        if now < state.paused_until:
+            return 0.0
+        tat = state.tat
+        if now - state.last_grant > 1 / schedule.rate + LATENESS:
+            tat = max(tat, now + schedule.tau - (schedule.burst - 1) / schedule.rate)
+        # Rounded: tat is a sum of floating-point intervals, and 2.9999999999 tokens is 3.
+        return max(0.0, round((now + schedule.tau - tat) * schedule.rate + 1, 9))
+
+    def set_control(self, bucket: BucketName, control: Control) -> None:
+        """Replace the learning state unconditionally (the limits changed)."""
+        state = self._buckets[bucket]
+        state.control = control
+        state.version += 1
+
+    # -- the Store interface ------------------------------------------------------------
+
+    def snapshot(self, bucket: BucketName) -> tuple[Control, int, float]:
+        """Return the learning state, its version and the pause end."""
+        state = self._buckets[bucket]
+        return state.control, state.version, state.paused_until
+
+    async def reserve(
+        self, bucket: BucketName, schedule: Schedule, *, max_wait: float | None
+    ) -> Slot | float:
+        """Reserve the next slot (never suspends)."""
+        return self.take(bucket, schedule, self._clock(), max_wait=max_wait)
+
+    async def release(self, bucket: BucketName, slot: Slot) -> None:
+        """Give a reserved slot back (never suspends)."""
+        self.give_back(bucket, slot)
+
+    async def update(
+        self,
+        bucket: BucketName,
+        control: Control,
+        version: int,
+        *,
+        schedule: Schedule,
+        pause: float,
+        tokens: float | None,
+    ) -> bool:
+        """Compare-and-set the learning state; apply the pause and token cap (never suspends)."""
+        return self.apply(
+            bucket,
+            control,
+            version,
+            schedule=schedule,
+            pause=pause,
+            tokens=tokens,
+            now=self._clock(),
+        )
+
+    async def aclose(self) -> None:
+        """Nothing to release."""

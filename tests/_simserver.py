@@ -1,0 +1,287 @@
+"""Rate-limited servers on a fake clock, and clients driving a limiter against them.
+
+Each server model is exact and deterministic; they differ the way real servers do:
+
+* ``token-bucket``: continuous refill at R, capacity B (the service [INFERRED], the
+  emulator, AWS API Gateway). Headers, when on: ``X-RateLimit-Remaining`` (whole tokens),
+  ``X-RateLimit-Reset`` (seconds until full), ``Retry-After`` on a 429. ``round`` rounds
+  the times up to whole seconds, as the emulator does.
+* ``fixed-window``: R*W requests per aligned window of W seconds (many API gateways).
+* ``sliding-log``: at most R*W requests in any trailing W seconds.
+* ``gcra``: nginx's ``limit_req rate=R burst=B nodelay``: bare 429s, no headers at all.
+
+Nothing here shares code with the limiter: the models are the independent side.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from contractsdk._ratelimit import RateLimiter, RateLimits
+from tests._fakeclock import FakeClock
+
+
+class Server:
+    """A rate-limited server: ``admit()`` answers one request (status, headers)."""
+
+    def __init__(self, clock: Callable[[], float], rate: float, burst: int) -> None:
+        self.clock = clock
+        self.rate = rate
+        self.burst = burst
+        self.ok = 0
+        self.throttled = 0
+
+    def admit(self) -> tuple[int, dict[str, str]]:
+        ok, headers = self.decide(self.clock())
+        if ok:
+            self.ok += 1
+        else:
+            self.throttled += 1
+        return (200 if ok else 429), headers
+
+    def decide(self, now: float) -> tuple[bool, dict[str, str]]:
+        raise NotImplementedError
+
+
+class TokenBucket(Server):
+    """Continuous refill at ``rate``, capacity ``burst``, full at the start."""
+
+    def __init__(
+        self,
+        clock: Callable[[], float],
+        rate: float,
+        burst: int,
+        *,
+        headers: bool = False,
+        round_up: bool = False,
+    ) -> None:
+        super().__init__(clock, rate, burst)
+        self.tokens = float(burst)
+        self.stamp = clock()
+        self.headers = headers
+        self.round_up = round_up
+
+    def set_rate(self, rate: float) -> None:
+        self.decide_refill(self.clock())
+        self.rate = rate
+
+    def decide_refill(self, now: float) -> None:
+        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+
+    def decide(self, now: float) -> tuple[bool, dict[str, str]]:
+        self.decide_refill(now)
+        ok = self.tokens >= 1
+        if ok:
+            self.tokens -= 1
+        if not self.headers:
+            return ok, {}
+
+        def seconds(value: float) -> str:
+            return str(math.ceil(value)) if self.round_up else f"{value:.3f}"
+
+        headers = {
+            "X-RateLimit-Limit": f"{self.rate:g}",
+            "X-RateLimit-Remaining": str(int(self.tokens)),
+            "X-RateLimit-Reset": seconds((self.burst - self.tokens) / self.rate),
+        }
+        if not ok:
+            wait = (1 - self.tokens) / self.rate
+            headers["Retry-After"] = (
+                str(max(1, math.ceil(wait))) if self.round_up else f"{wait:.3f}"
+            )
+        return ok, headers
+
+
+class FixedWindow(Server):
+    """``rate * window`` requests per aligned window."""
+
+    def __init__(
+        self,
+        clock: Callable[[], float],
+        rate: float,
+        burst: int,
+        *,
+        window: float = 1.0,
+        headers: bool = False,
+    ) -> None:
+        super().__init__(clock, rate, burst)
+        self.window = window
+        self.start = clock()
+        self.index = -1
+        self.count = 0
+        self.headers = headers
+
+    def decide(self, now: float) -> tuple[bool, dict[str, str]]:
+        index = math.floor((now - self.start) / self.window)
+        if index != self.index:
+            self.index, self.count = index, 0
+        limit = int(self.rate * self.window)
+        ok = self.count < limit
+        if ok:
+            self.count += 1
+        if not self.headers:
+            return ok, {}
+        reset = self.start + (index + 1) * self.window - now
+        headers = {
+            "X-RateLimit-Limit": str(limit),
+            "X-RateLimit-Remaining": str(limit - self.count),
+            "X-RateLimit-Reset": f"{reset:.3f}",
+        }
+        if not ok:
+            headers["Retry-After"] = str(math.ceil(reset))
+        return ok, headers
+
+
+class SlidingLog(Server):
+    """At most ``rate * window`` requests in any trailing window."""
+
+    def __init__(
+        self, clock: Callable[[], float], rate: float, burst: int, *, window: float = 1.0
+    ) -> None:
+        super().__init__(clock, rate, burst)
+        self.window = window
+        self.log: deque[float] = deque()
+
+    def decide(self, now: float) -> tuple[bool, dict[str, str]]:
+        while self.log and self.log[0] <= now - self.window:
+            self.log.popleft()
+        ok = len(self.log) < int(self.rate * self.window)
+        if ok:
+            self.log.append(now)
+        return ok, {}
+
+
+class Gcra(Server):
+    """nginx ``limit_req rate=R burst=B nodelay``: bare 429s."""
+
+    def __init__(self, clock: Callable[[], float], rate: float, burst: int) -> None:
+        super().__init__(clock, rate, burst)
+        self.tat = clock()
+
+    def decide(self, now: float) -> tuple[bool, dict[str, str]]:
+        interval = 1 / self.rate
+        tat = max(self.tat, now)
+        ok = tat - now <= self.burst * interval + 1e-9
+        if ok:
+            self.tat = tat + interval
+        return ok, {}
+
+
+SERVERS: dict[str, Callable[[Callable[[], float], float, int], Server]] = {
+    "token-bucket": lambda c, r, b: TokenBucket(c, r, b),
+    "token-bucket+headers": lambda c, r, b: TokenBucket(c, r, b, headers=True),
+    "token-bucket+emulator-headers": lambda c, r, b: TokenBucket(
+        c, r, b, headers=True, round_up=True
+    ),
+    "fixed-window": lambda c, r, b: FixedWindow(c, r, b),
+    "fixed-window+headers": lambda c, r, b: FixedWindow(c, r, b, headers=True),
+    "sliding-log": lambda c, r, b: SlidingLog(c, r, b),
+    "gcra": lambda c, r, b: Gcra(c, r, b),
+}
+
+
+@dataclass
+class Run:
+    """What a simulated run measured."""
+
+    ok: int
+    throttled: int
+    seconds: float
+    rates: list[tuple[float, float | None]] = field(default_factory=list)  # (time, rate)
+
+    @property
+    def per_second(self) -> float:
+        return self.ok / self.seconds if self.seconds else 0.0
+
+    @property
+    def share_429(self) -> float:
+        sent = self.ok + self.throttled
+        return self.throttled / sent if sent else 0.0
+
+
+async def simulate(
+    limiter: RateLimiter,
+    clock: FakeClock,
+    server: Server,
+    *,
+    total: int,
+    concurrency: int = 32,
+    latency: float = 0.01,
+    seed: int = 1,
+    retry_after: bool = True,
+) -> Run:
+    """Drive ``total`` successful requests through the limiter at the server.
+
+    Each of ``concurrency`` tasks loops: acquire, a round trip of ``latency`` to twice that
+    (the server answers half way), record; a 429 is retried (after its Retry-After, as the
+    client's retrier does, when ``retry_after``).
+    """
+    rng = random.Random(seed)
+    remaining = [total]
+    start = clock()
+    last = [start]
+    ok0, throttled0 = server.ok, server.throttled
+    rates: list[tuple[float, float | None]] = []
+
+    async def worker() -> None:
+        while remaining[0] > 0:
+            remaining[0] -= 1
+            while True:
+                grant = await limiter.acquire("POST")
+                trip = latency * (1 + rng.random())
+                await clock.sleep(trip / 2)
+                status, headers = server.admit()
+                await clock.sleep(trip / 2)
+                await limiter.record(grant, status, headers)
+                if status != 429:
+                    last[0] = clock()
+                    break
+                if retry_after and "Retry-After" in headers:
+                    await clock.sleep(float(headers["Retry-After"]))
+
+    async def sampler() -> None:
+        while remaining[0] > 0:
+            rates.append((clock() - start, limiter.state.write.rate))
+            await clock.sleep(0.1)
+
+    sampling = asyncio.ensure_future(sampler())
+    await clock.run(asyncio.gather(*(worker() for _ in range(concurrency))))
+    sampling.cancel()
+    return Run(
+        ok=server.ok - ok0,
+        throttled=server.throttled - throttled0,
+        seconds=last[0] - start,
+        rates=rates,
+    )
+
+
+async def learn(
+    kind: str,
+    limits: RateLimits,
+    *,
+    rate: float = 100.0,
+    burst: int = 20,
+    seconds: float = 10.0,
+    concurrency: int = 32,
+    latency: float = 0.01,
+    seed: int = 1,
+) -> Run:
+    """One client with ``limits`` against a fresh server of ``kind`` for ~``seconds``."""
+    clock = FakeClock()
+    limiter = RateLimiter(limits, clock=clock, wall_clock=clock.wall, sleep=clock.sleep)
+    server = SERVERS[kind](clock, rate, burst)
+    return await simulate(
+        limiter,
+        clock,
+        server,
+        total=int(rate * seconds),
+        concurrency=concurrency,
+        latency=latency,
+        seed=seed,
+    )

@@ -1,0 +1,59 @@
+"""The limiter against simulated servers of every kind, on a fake clock (no network).
+
+The servers (``tests/_simserver.py``) differ as real ones do: a token bucket with or
+without rate headers, fixed and sliding windows, nginx's GCRA with bare 429s. The bounds
+asserted are behaviour, not timing: fake time is exact and deterministic, so a run gives the
+same figures every time. The figures themselves are printed by ``nox -s bench``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from contractsdk._ratelimit import RateLimits
+from tests._simserver import learn
+
+#: The server kinds, and the least success rate (÷ R) and most 429 share a client that
+#: learns the limit must reach against each within ten simulated seconds at R = 100/s.
+LEARNING_BOUNDS = {
+    "token-bucket": (0.93, 0.02),
+    "token-bucket+headers": (0.97, 0.01),
+    "token-bucket+emulator-headers": (0.85, 0.02),
+    "gcra": (0.93, 0.02),
+    "sliding-log": (0.6, 0.06),
+    "fixed-window": (0.5, 0.1),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(LEARNING_BOUNDS))
+async def test_learns_an_unknown_limit(kind: str) -> None:
+    """RateLimits() against each kind of server: near R, few 429s, never a collapse."""
+    least, most = LEARNING_BOUNDS[kind]
+    run = await learn(kind, RateLimits(), rate=100, seconds=10)
+    assert run.per_second >= least * 100
+    assert run.share_429 <= most
+    last = [rate for _, rate in run.rates[-20:]]
+    assert all(rate is not None and rate >= 30 for rate in last)  # no collapse
+
+
+@pytest.mark.parametrize("rate", [25.0, 100.0, 1000.0])
+async def test_learns_with_headers_at_any_scale(rate: float) -> None:
+    """With rate headers the learning is near R at 25, 100 and 1,000/s alike."""
+    run = await learn("token-bucket+headers", RateLimits(), rate=rate, seconds=10)
+    assert run.per_second >= 0.95 * rate
+    assert run.share_429 <= 0.03
+
+
+@pytest.mark.parametrize("kind", sorted(LEARNING_BOUNDS))
+async def test_a_configured_limit_is_met_with_no_429(kind: str) -> None:
+    """Told R (and the burst), the client runs at 0.99 R without a single 429."""
+    run = await learn(kind, RateLimits(write=100, burst=20), rate=100, seconds=10)
+    assert run.per_second >= 0.985 * 100
+    assert run.throttled == 0
+
+
+async def test_configured_above_the_real_limit_learns_it() -> None:
+    """Told 100/s against a server at 50/s: the 429s teach it the lower rate."""
+    run = await learn("token-bucket", RateLimits(write=100), rate=50, seconds=20)
+    assert run.per_second >= 0.9 * 50
+    assert run.share_429 <= 0.02
