@@ -16,6 +16,13 @@ Invariants of :class:`TokenAuth` (the token cache):
 * ``invalidate(token)`` drops the cache only if it still holds that token, so a 401 that
   raced a refresh never throws away the new token.
 * Secrets (the key, the client secret, tokens) never reach a repr, a log line or an error.
+* Shared through Redis (``redis=``), the token is fetched once for every process that uses
+  the credential: a process that needs one reads the shared token; if there is none fit
+  for use, it takes a lock (``SET NX`` with an expiry), asks the token endpoint, and
+  stores the answer sealed (``_redis.seal``: encrypted and authenticated with a key
+  derived from the client secret) until shortly before it expires; the others wait for it
+  and read it. Redis away, or a lock holder that never delivers, and each process fetches
+  its own, as without Redis.
 """
 
 from __future__ import annotations
@@ -23,9 +30,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import hashlib
 import json
 import logging
+import math
 import random
+import secrets
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -34,6 +44,7 @@ import attrs
 
 from ._exceptions import ConfigurationError, ContractSDKError, TokenRequestError
 from ._http import Headers, Request, Response
+from ._redis import RedisUnavailableError, SharedRedis, open_seal, seal
 
 if TYPE_CHECKING:
     from ._config import Environment
@@ -112,6 +123,11 @@ class ApiKey:
         """The environment this key is known to belong to, if any."""
         return self.environment or _environment_in_jwt(self.key)
 
+    @property
+    def identity(self) -> str:
+        """What identifies the key without revealing it: a hash of it (for Redis keys)."""
+        return "key:" + hashlib.sha256(self.key.encode()).hexdigest()
+
     def __repr__(self) -> str:
         return f"ApiKey(key='[redacted]', environment={self.environment!r})"
 
@@ -149,6 +165,11 @@ class ClientCredentials:
     def bound_environment(self) -> str | None:
         """The environment these credentials are known to belong to, if any."""
         return self.environment
+
+    @property
+    def identity(self) -> str:
+        """What identifies the credentials without revealing the secret: the client id."""
+        return f"client:{self.client_id}:{self.audience or ''}"
 
     def __repr__(self) -> str:
         return (
@@ -203,6 +224,17 @@ class _Token:
     value: str = attrs.field(repr=False)
     refresh_at: float
     expires_at: float
+    sealed: str | None = attrs.field(default=None, repr=False)  # as stored in Redis
+
+
+#: Seconds a process may hold the shared token lock (its token request's own limit).
+TOKEN_LOCK_SECONDS = 10.0
+#: Seconds between looks at the shared token while another process fetches it.
+TOKEN_POLL = 0.05
+_DELETE_IF_SAME = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
 
 
 def _reason(response: Response) -> str:
@@ -232,9 +264,15 @@ class TokenAuth:
         environment: Environment,
         send: Send,
         *,
+        shared: SharedRedis | None = None,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rng: Callable[[], float] = random.random,
     ) -> None:
+        self._shared = shared
+        self._wall_clock = wall_clock
+        self._sleep = sleep
         self._client_id = credential.client_id
         self._secret = credential.client_secret
         self._token_url = (credential.auth_url or environment.auth_url).rstrip("/") + "/oauth/token"
@@ -279,9 +317,19 @@ class TokenAuth:
             self._cached = task.result()
 
     async def invalidate(self, token: str) -> bool:
-        """Drop ``token`` if it is still the cached one; a fresh one may then succeed."""
-        if self._cached is not None and self._cached.value == token:
+        """Drop ``token`` if it is still the cached one; a fresh one may then succeed.
+
+        Shared through Redis, the shared copy goes too, if it is still that token.
+        """
+        cached = self._cached
+        if cached is not None and cached.value == token:
             self._cached = None
+            shared = self._shared
+            if shared is not None and cached.sealed is not None:
+                script = shared.script("token-delete", _DELETE_IF_SAME)
+                key, sealed = shared.key("token"), cached.sealed
+                with contextlib.suppress(RedisUnavailableError):
+                    await shared.call(lambda: script(keys=[key], args=[sealed]))
         return True
 
     async def aclose(self) -> None:
@@ -294,6 +342,93 @@ class TokenAuth:
                 await task
 
     async def _fetch(self) -> _Token:
+        if self._shared is not None:
+            token = await self._fetch_shared(self._shared)
+            if token is not None:
+                return token
+        return await self._request()
+
+    async def _fetch_shared(self, shared: SharedRedis) -> _Token | None:
+        """The shared token, or one this process fetched for all; None: fetch alone."""
+        client = shared.client
+        key, lock = shared.key("token"), shared.key("token", "lock")
+        give_up = self._clock() + TOKEN_LOCK_SECONDS
+        owner = secrets.token_hex(8)
+        while True:
+            try:
+                sealed = await shared.call(lambda: client.get(key))
+                token = self._unseal(sealed)
+                if token is not None and self._clock() < token.refresh_at:
+                    return token
+                locked = await shared.call(
+                    lambda: client.set(lock, owner, nx=True, px=int(TOKEN_LOCK_SECONDS * 1000))
+                )
+            except RedisUnavailableError:
+                return None
+            if locked:
+                break
+            if self._clock() >= give_up:
+                return None  # the holder never delivered: fetch our own
+            await self._sleep(TOKEN_POLL)
+        try:
+            token = await self._request()
+            sealed = self._seal(token)
+            ttl = int((token.expires_at - self._clock()) * 1000)
+            with contextlib.suppress(RedisUnavailableError):
+                if ttl > 0:
+                    await shared.call(lambda: client.set(key, sealed, px=ttl))
+            return attrs.evolve(token, sealed=sealed)
+        finally:
+            release = shared.script("token-delete", _DELETE_IF_SAME)
+            with contextlib.suppress(RedisUnavailableError):
+                await shared.call(lambda: release(keys=[lock], args=[owner]))
+
+    def _seal(self, token: _Token) -> str:
+        """Return the token as stored in Redis: sealed, then base64.
+
+        ASCII, so that it reads back the same whatever the client's ``decode_responses``.
+        """
+        expires = self._wall_clock() + (token.expires_at - self._clock())
+        data = json.dumps({"access_token": token.value, "expires": expires}).encode()
+        return base64.urlsafe_b64encode(seal(self._secret, data)).decode()
+
+    def _unseal(self, stored: object) -> _Token | None:
+        """Read a shared token; one not sealed with our secret (or malformed) is None."""
+        try:
+            text = stored.decode() if isinstance(stored, bytes) else stored
+            if not isinstance(text, str):
+                return None
+            opened = open_seal(self._secret, base64.urlsafe_b64decode(text))
+        except (ValueError, UnicodeDecodeError):
+            return None
+        if opened is None:
+            return None
+        try:
+            data = json.loads(opened)
+            value, expires = data["access_token"], float(data["expires"])
+        except (ValueError, KeyError, TypeError):
+            return None
+        if not isinstance(value, str) or not value or not math.isfinite(expires):
+            return None
+        left = expires - self._wall_clock()
+        if left <= 0:
+            return None
+        return self._token(value, left, self._clock(), sealed=text)
+
+    def _token(
+        self, value: str, lifetime: float, started: float, *, sealed: str | None = None
+    ) -> _Token:
+        """A token valid ``lifetime`` s from ``started``, refreshed early with jitter."""
+        margin = min(self.REFRESH_MARGIN, lifetime / 2)
+        jitter = self._rng() * min(self.REFRESH_JITTER, lifetime / 10)
+        return _Token(
+            value=value,
+            refresh_at=started + lifetime - margin - jitter,
+            expires_at=started + lifetime,
+            sealed=sealed,
+        )
+
+    async def _request(self) -> _Token:
         body = {
             "grant_type": "client_credentials",
             "client_id": self._client_id,
@@ -329,14 +464,8 @@ class TokenAuth:
         if isinstance(expires_in, bool) or not isinstance(expires_in, int | float):
             raise self._error("the token endpoint's expires_in is not a number", response)
         lifetime = max(float(expires_in), 1.0)
-        margin = min(self.REFRESH_MARGIN, lifetime / 2)
-        jitter = self._rng() * min(self.REFRESH_JITTER, lifetime / 10)
         logger.debug("received an access token valid for %.0f s", lifetime)
-        return _Token(
-            value=value,
-            refresh_at=started + lifetime - margin - jitter,
-            expires_at=started + lifetime,
-        )
+        return self._token(value, lifetime, started)
 
     def _error(self, message: str, response: Response) -> TokenRequestError:
         # The body could echo the request; never let the secret through.

@@ -20,7 +20,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
@@ -37,6 +37,8 @@ from contractsdk._ratelimit import (
     RateLimiterState,
     RateLimits,
 )
+from contractsdk._ratelimit._redis import RedisStore
+from contractsdk._redis import SharedRedis, namespace
 from contractsdk._retry import Retrier, Retries, RetryBudget
 from contractsdk._transport import AiohttpTransport, AsyncTransport
 from contractsdk.models import Contract, Team
@@ -45,6 +47,9 @@ from contractsdk.resources._base import path_id
 from contractsdk.validation import TermSet, TermValues
 
 __all__ = ["ContractClient"]
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
 
 T = TypeVar("T")
 
@@ -129,6 +134,12 @@ class ContractClient:
             hook may be sync or async.
         transport: Send requests through this instead of aiohttp (e.g.
             :class:`contractsdk.testing.MockTransport`).
+        redis: Share the rate limits (buckets, pauses, learnt rates) and the OAuth token
+            with every process and host that uses the same environment and credential,
+            through this Redis: a ``redis://`` URL, or a ``redis.asyncio.Redis`` you own.
+            By default ``CONTRACTSDK_REDIS_URL``, if set; ``None`` shares nothing. Needs
+            ``pip install 'contractsdk[redis]'``. When Redis is away each process works
+            alone at its share of the rate, and rejoins when it is back.
         user_agent: The User-Agent header.
 
     Raises:
@@ -153,6 +164,7 @@ class ContractClient:
         limiter_timeout: float | None = None,
         event_hooks: Mapping[str, Sequence[EventHook]] | None = None,
         transport: AsyncTransport | None = None,
+        redis: str | Redis | NotGiven | None = NOT_GIVEN,
         user_agent: str | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
@@ -197,11 +209,26 @@ class ContractClient:
             )
         if isinstance(retries, NotGiven):
             retries = Retries()
+        if isinstance(redis, NotGiven):
+            redis = env.get("redis")
+        self._shared = (
+            None
+            if redis is None
+            else SharedRedis(
+                redis,
+                prefix=namespace(self.environment.base_url, credential.identity),
+                clock=clock,
+            )
+        )
+        shared = self._shared
         self._limiter = (
             None
             if rate_limits is None
             else RateLimiter(
                 rate_limits,
+                store=None
+                if shared is None
+                else lambda initial: RedisStore(shared, initial, clock=clock),
                 max_pause=DEFAULT_MAX_PAUSE if retries is None else retries.retry_after_max,
                 clock=clock,
                 wall_clock=wall_clock,
@@ -226,7 +253,13 @@ class ContractClient:
             if credential.auth_url is not None:
                 check_base_url(credential.auth_url, what="auth_url")
             self._auth = TokenAuth(
-                credential, self.environment, self._send_token_request, clock=clock
+                credential,
+                self.environment,
+                self._send_token_request,
+                shared=self._shared,
+                clock=clock,
+                wall_clock=wall_clock,
+                sleep=sleep,
             )
         self._term_sets: dict[int, asyncio.Future[TermSet]] = {}
         self._closed = False
@@ -272,6 +305,8 @@ class ContractClient:
         await self._auth.aclose()
         if self._limiter is not None:
             await self._limiter.aclose()
+        if self._shared is not None:
+            await self._shared.aclose()
         await self._transport.aclose()
 
     @property

@@ -27,6 +27,7 @@ ENV_VARS: Final = {
     "client_id": "CONTRACTSDK_CLIENT_ID",
     "client_secret": "CONTRACTSDK_CLIENT_SECRET",
     "base_url": "CONTRACTSDK_BASE_URL",
+    "redis": "CONTRACTSDK_REDIS_URL",
 }
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
@@ -10,6 +10,7 @@ from contractsdk import ContractClient
 from contractsdk._config import ENV_VARS
 from contractsdk.testing import MockTransport
 from tests._fakeservice import FakeService
+from tests._redisserver import RedisServer
 
 #: An obviously fake key; tests look for it in logs and reprs.
 API_KEY = "test-key-0123456789abcdef"
@@ -38,6 +39,27 @@ async def client(transport: MockTransport) -> AsyncIterator[ContractClient]:
         rate_limits=None, api_key=API_KEY, environment="sandbox", transport=transport
     ) as c:
         yield c
+
+
+@pytest.fixture(scope="session")
+def _redis_process() -> Iterator[RedisServer]:
+    server = RedisServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_server(_redis_process: RedisServer) -> Iterator[RedisServer]:
+    """A real redis-server on 127.0.0.1, empty at the start of each test (and up)."""
+    if _redis_process._process is None:
+        _redis_process.start()
+    _redis_process.flush()
+    yield _redis_process
+    if _redis_process._process is None:  # a test took it away: bring it back for the next
+        _redis_process.start()
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -46,11 +46,13 @@ from contractsdk._headers import _NO_HINTS, parse_rate_limit_headers
 from . import _control
 from ._control import Control, Observation
 from ._limits import DEFAULT_MAX_PAUSE, BucketName, RateLimits, bucket_name
-from ._store import LATENESS, LocalStore, Meter, Schedule, Slot, Store
+from ._store import IDLE_GAP, LATENESS, LocalStore, Meter, Schedule, Slot, Store
 
 __all__ = ["BucketState", "Grant", "RateLimiter", "RateLimiterState"]
 
 _EPSILON = 1e-9
+#: Through a shared store, a learnt rate is written when it moved by more than this share.
+PUBLISH_STEP = 0.02
 #: A rate rise this large wakes the sleeping head to reserve again sooner.
 _KICK_RATIO = 1.05
 
@@ -161,6 +163,7 @@ class _Queue:
         self.max_reset = 1.0  # the longest counter reset seen: the window is at least this
         self.admitted_meter = Meter()  # answers that were not 429, per busy second
         self.busy = 0.0
+        self.busy_at = 0.0  # the local clock when `busy` was read from the store
         self.sent = 0.0
         self.backlogged = False
         self.server_rate: float | None = None
@@ -334,6 +337,7 @@ class _Queue:
     def _grant(self, slot: Slot, waited: float) -> Grant:
         self.granted += 1
         self.busy = slot.busy
+        self.busy_at = self._limiter._clock()
         self.sent = slot.sent
         self.backlogged = slot.backlogged or bool(self._queue)
         control = slot.control
@@ -486,9 +490,10 @@ class RateLimiter:
                 epoch=control.epoch,
             )
         now = self._clock()
-        busy = queue.busy
         if isinstance(store, LocalStore):
             busy = store.advance(grant.bucket, queue.schedule.rate, now)
+        else:  # the shared busy clock, as of the last grant, moved on by local time
+            busy = queue.busy + min(now - queue.busy_at, IDLE_GAP)
         if not throttled:
             queue.admitted_meter.add(busy)
         observation = Observation(
@@ -515,7 +520,16 @@ class RateLimiter:
             max_pause=self._max_pause,
         )
         new = decision.control
-        if new is start and not decision.pause and decision.tokens is None:
+        tokens = decision.tokens
+        if not store.synchronous:
+            # Through Redis, a round trip per answer would cost more than it teaches: only
+            # what changes the schedule for everyone (a new epoch or phase, a rate moved by
+            # more than PUBLISH_STEP, a pause, an empty counter) is written.
+            if tokens is not None and tokens >= 1:
+                tokens = None
+            if not decision.pause and tokens is None and not _significant(start, new):
+                return
+        if new is start and not decision.pause and tokens is None:
             return
         old_schedule = queue.schedule
         queue.reschedule(new)
@@ -526,7 +540,7 @@ class RateLimiter:
                 version,
                 schedule=queue.schedule,
                 pause=decision.pause,
-                tokens=decision.tokens,
+                tokens=tokens,
             )
         if new.epoch != queue.epoch:
             queue.epoch = new.epoch
@@ -583,6 +597,15 @@ class RateLimiter:
     async def aclose(self) -> None:
         """Release the store's connections."""
         await self._store.aclose()
+
+
+def _significant(old: Control, new: Control) -> bool:
+    """Whether a learning step is worth writing to a shared store."""
+    if (old.epoch, old.phase, old.hinted) != (new.epoch, new.phase, new.hinted):
+        return True
+    if old.rate is None or new.rate is None:
+        return old.rate != new.rate
+    return abs(new.rate - old.rate) > PUBLISH_STEP * old.rate
 
 
 def _burst_cap(queue: _Queue) -> float:

@@ -94,11 +94,18 @@ class Slot:
 class Store(Protocol):
     """What the limiter asks of the place that keeps its buckets."""
 
-    shared: bool
-    """Whether other processes share the buckets now (through Redis)."""
-    synchronous: bool
-    """Whether :meth:`reserve` completes without suspending (then the limiter tries it
-    before queueing, for free)."""
+    @property
+    def shared(self) -> bool:
+        """Whether other processes share the buckets now (through Redis)."""
+        ...
+
+    @property
+    def synchronous(self) -> bool:
+        """Whether :meth:`reserve` completes without suspending.
+
+        Then the limiter tries it before queueing, for free.
+        """
+        ...
 
     def snapshot(self, bucket: BucketName) -> tuple[Control, int, float]:
         """Return the last known learning state, its version and the pause end (monotonic)."""

@@ -1,0 +1,418 @@
+"""The buckets in Redis, shared by every process and host that uses one credential.
+
+Each bucket is one Redis hash holding the same GCRA schedule, busy clock and learning
+state as :class:`~._store.LocalStore` keeps in memory (its module header states the
+invariants; they hold across processes here). Every operation is one Lua script, so one
+round trip and atomic: ``reserve`` takes the caller's slot and says how long to wait
+(FIFO across processes, no polling, no thundering herd), ``release`` gives back a slot
+that nothing came after, ``update`` compares-and-sets the learning state and applies a
+pause. Times inside the scripts are Redis's own clock (``TIME``), so hosts need no
+synchronised clocks: only durations cross the wire. Floats leave Lua as strings (Lua
+numbers returned to Redis are cut to integers).
+
+Every reservation also refreshes a heartbeat in a sorted set of the clients that used the
+bucket in the last ``LIVE_WINDOW`` seconds, and returns their number. When Redis is away
+(:class:`~contractsdk._redis.RedisUnavailableError`), the store carries on with a local
+schedule paced at ``rate / live clients`` (its share) and no burst, and rejoins the shared
+schedule when Redis answers again: no call waits on Redis beyond its timeout, no Redis
+error reaches the caller, no call is lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+import attrs
+
+from contractsdk._redis import RedisUnavailableError, SharedRedis
+
+from ._control import Control
+from ._limits import BucketName
+from ._store import IDLE_GAP, LATENESS, METER_BIN, LocalStore, Schedule, Slot
+
+__all__ = ["RedisStore"]
+
+#: Seconds a bucket's keys outlive its last use.
+TTL: Final = 600.0
+#: A client that reserved within this many seconds counts as live.
+LIVE_WINDOW: Final = 5.0
+
+# KEYS: bucket hash, clients zset.
+# ARGV: rate ('' = unpaced), tau, burst, max_wait (-1 = none), idle gap, lateness, meter bin,
+#       ttl ms, caller's version, initial control, client id, live window.
+_RESERVE: Final = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local h = KEYS[1]
+local f = redis.call('HMGET', h, 'tat', 'tau', 'iv', 'pause', 'last', 'busy', 'seen',
+                     'mbin', 'm0', 'm1', 'ver')
+local ver = tonumber(f[11])
+if ver == nil then
+  ver = 0
+  redis.call('HSET', h, 'ctl', ARGV[10], 'ver', 0)
+end
+local rate = tonumber(ARGV[1])
+local tau = tonumber(ARGV[2])
+local burst = tonumber(ARGV[3])
+local max_wait = tonumber(ARGV[4])
+local iv = 0
+if rate then iv = 1 / rate end
+-- A key nobody used for a TTL: everyone shares it, so the server's bucket is full.
+local tat = tonumber(f[1]) or (now - 1e9)
+local old_tau = tonumber(f[2]) or tau
+local old_iv = tonumber(f[3]) or 0
+local pause = tonumber(f[4]) or 0
+local last = tonumber(f[5]) or (now - 1e9)
+local busy = tonumber(f[6]) or 0
+local seen = tonumber(f[7]) or now
+local mbin = tonumber(f[8]) or 0
+local m0 = tonumber(f[9]) or 0
+local m1 = tonumber(f[10]) or 0
+local gap = now - seen
+if gap > 0 then
+  local cap = tonumber(ARGV[5])
+  if 2 * iv > cap then cap = 2 * iv end
+  busy = busy + math.min(gap, cap)
+  seen = now
+end
+local start = math.max(now, pause)
+local wait = start - now
+local backlogged = 0
+if rate then
+  if old_iv > 0 and iv ~= old_iv then
+    local debt = tat - old_tau - now
+    if debt > 0 then tat = now + old_tau + debt * iv / old_iv end
+  end
+  tat = tat + tau - old_tau
+  if now - last > iv + tonumber(ARGV[6]) then
+    tat = math.max(tat, now + tau - (burst - 1) * iv)
+  end
+  if tat - tau > now then backlogged = 1 end
+  local slot = math.max(start, tat - tau)
+  wait = slot - now
+  if max_wait < 0 or wait <= max_wait + 1e-9 then tat = math.max(tat, slot) + iv end
+end
+if max_wait >= 0 and wait > max_wait + 1e-9 then
+  redis.call('HSET', h, 'busy', busy, 'seen', seen)
+  return {0, tostring(wait), tostring(math.max(0, pause - now))}
+end
+local bin = tonumber(ARGV[7])
+local index = math.floor(busy / bin)
+if index ~= mbin then
+  if index == mbin + 1 then m1 = m0 else m1 = 0 end
+  m0 = 0
+  mbin = index
+end
+m0 = m0 + 1
+local sent = (m0 + m1) / (bin + math.max(busy - mbin * bin, 0))
+redis.call('HSET', h, 'tat', tat, 'tau', tau, 'iv', iv, 'last', now + wait, 'busy', busy,
+           'seen', seen, 'mbin', mbin, 'm0', m0, 'm1', m1)
+local ttl = tonumber(ARGV[8])
+redis.call('PEXPIRE', h, ttl)
+redis.call('ZADD', KEYS[2], now, ARGV[11])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - tonumber(ARGV[12]))
+local live = redis.call('ZCARD', KEYS[2])
+redis.call('PEXPIRE', KEYS[2], ttl)
+local ctl = ''
+if tonumber(ARGV[9]) ~= ver then ctl = redis.call('HGET', h, 'ctl') end
+return {1, tostring(wait), tostring(math.max(0, pause - now)), tostring(busy),
+        tostring(sent), backlogged, ver, ctl, live, tostring(tat), tostring(iv)}
+"""
+
+# KEYS: bucket hash. ARGV: tat after the reservation, its interval.
+_RELEASE: Final = """
+local f = redis.call('HMGET', KEYS[1], 'tat', 'm0')
+local tat = tonumber(f[1])
+if tat and math.abs(tat - tonumber(ARGV[1])) < 1e-6 then
+  redis.call('HSET', KEYS[1], 'tat', tat - tonumber(ARGV[2]),
+             'm0', math.max(0, (tonumber(f[2]) or 1) - 1))
+  return 1
+end
+return 0
+"""
+
+# KEYS: bucket hash. ARGV: expected version, control ('' = keep), rate ('' = unpaced),
+#       pause seconds, tokens ('' = no cap), ttl ms.
+_UPDATE: Final = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local h = KEYS[1]
+local f = redis.call('HMGET', h, 'ver', 'tat', 'tau', 'pause')
+local ver = tonumber(f[1]) or 0
+local replaced = 0
+if tonumber(ARGV[1]) == ver and ARGV[2] ~= '' then
+  ver = ver + 1
+  redis.call('HSET', h, 'ctl', ARGV[2], 'ver', ver)
+  replaced = 1
+end
+local rate = tonumber(ARGV[3])
+local tat = tonumber(f[2]) or now
+local tau = tonumber(f[3]) or 0
+local pause = tonumber(f[4]) or 0
+local p = tonumber(ARGV[4])
+if p > 0 and now + p > pause then
+  pause = now + p
+  redis.call('HSET', h, 'pause', pause)
+  if rate then tat = math.max(tat, pause + tau) end
+end
+local tokens = tonumber(ARGV[5])
+if tokens and rate then tat = math.max(tat, now + tau - (tokens - 1) / rate) end
+if rate then redis.call('HSET', h, 'tat', tat) end
+redis.call('PEXPIRE', h, tonumber(ARGV[6]))
+local ctl = ''
+if replaced == 0 then ctl = redis.call('HGET', h, 'ctl') or '' end
+return {replaced, ver, ctl, tostring(math.max(0, pause - now))}
+"""
+
+_CONTROL_FIELDS: Final = {field.name for field in attrs.fields(Control)}
+
+
+def _encode(control: Control) -> str:
+    return json.dumps(attrs.asdict(control), separators=(",", ":"))
+
+
+def _decode(text: Any) -> Control | None:
+    """Read a learning state from Redis; anything malformed (a hostile Redis) is None."""
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict) or set(data) != _CONTROL_FIELDS:
+            return None
+        control = Control(**data)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    # JSON gives the types attrs does not check: a hostile value is refused, not trusted.
+    values: tuple[object, ...] = (
+        control.w_max,
+        control.t_fail,
+        control.k,
+        control.k_base,
+        control.stamp,
+        1.0 if control.rate is None else control.rate,
+    )
+    valid = (
+        control.phase in ("off", "paced", "slow", "cubic")
+        and all(_finite(value) for value in values)
+        and (control.rate is None or control.rate > 0)
+        and type(control.epoch) is int
+        and type(control.hinted) is bool
+    )
+    return control if valid else None
+
+
+def _finite(value: object) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)  # type: ignore[arg-type]  # checked
+
+
+def _number(value: Any) -> float:
+    number = float(value.decode() if isinstance(value, bytes) else value)
+    if not math.isfinite(number):
+        raise ValueError("not a finite number")
+    return number
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class RedisStore:
+    """The buckets in Redis (see the module header); this process's share when it is away.
+
+    Args:
+        shared: The connection, namespace and health flag.
+        initial: The learning state a bucket starts with when Redis has none.
+        clock: Monotonic seconds.
+    """
+
+    synchronous = False
+
+    def __init__(
+        self,
+        shared: SharedRedis,
+        initial: dict[BucketName, Control],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._redis = shared
+        self._clock = clock
+        self._initial = initial
+        self._client_id = secrets.token_hex(8)
+        self._local = LocalStore(clock, initial)  # the fallback, and the cache of state
+        self._versions: dict[BucketName, int] = {name: -1 for name in initial}
+        self._paused_until: dict[BucketName, float] = {name: -math.inf for name in initial}
+        self._fallback = False
+        self.live = 1
+
+    def __repr__(self) -> str:
+        return f"RedisStore({self._redis!r}, live={self.live})"
+
+    @property
+    def shared(self) -> bool:
+        """Whether the buckets are shared through Redis right now."""
+        return not self._fallback
+
+    def _key(self, bucket: BucketName) -> str:
+        return self._redis.key("bucket", bucket)
+
+    def snapshot(self, bucket: BucketName) -> tuple[Control, int, float]:
+        """Return the last learning state seen, its version and the pause end."""
+        control, _, _ = self._local.snapshot(bucket)
+        if self._fallback:
+            return self._local.snapshot(bucket)
+        return control, self._versions[bucket], self._paused_until[bucket]
+
+    def _adopt(self, bucket: BucketName, raw: Any, version: int) -> None:
+        if _text(raw):
+            control = _decode(_text(raw))
+            if control is not None:
+                self._local.set_control(bucket, control)
+        self._versions[bucket] = version
+
+    def _share(self, schedule: Schedule) -> Schedule:
+        """This process's share of the rate while Redis is away: no burst either."""
+        if schedule.rate is None:
+            return schedule
+        return Schedule(rate=schedule.rate / max(1, self.live), tau=schedule.tau, burst=1.0)
+
+    def _go_local(self) -> None:
+        if not self._fallback:
+            self._fallback = True
+
+    async def reserve(
+        self, bucket: BucketName, schedule: Schedule, *, max_wait: float | None
+    ) -> Slot | float:
+        """Reserve the next slot in Redis, or in this process's share when it is away."""
+        shared = self._redis
+        rate = schedule.rate
+        control, _, _ = self._local.snapshot(bucket)
+        version = -1 if self._fallback else self._versions[bucket]
+        script = shared.script("reserve", _RESERVE)
+        args = [
+            "" if rate is None else repr(rate),
+            repr(schedule.tau),
+            repr(schedule.burst),
+            "-1" if max_wait is None else repr(max_wait),
+            repr(IDLE_GAP),
+            repr(LATENESS),
+            repr(METER_BIN),
+            str(int(TTL * 1000)),
+            str(version),
+            _encode(control),
+            self._client_id,
+            repr(LIVE_WINDOW),
+        ]
+        keys = [self._key(bucket), shared.key("clients")]
+        try:
+            answer = await shared.call(lambda: script(keys=keys, args=args))
+            return self._reserved(bucket, answer)
+        except (RedisUnavailableError, ValueError, TypeError, IndexError):
+            self._go_local()
+            local = self._local.take(
+                bucket, self._share(schedule), self._clock(), max_wait=max_wait
+            )
+            if isinstance(local, Slot):
+                return attrs.evolve(local, tat=math.nan)  # never released to Redis
+            return local
+
+    def _reserved(self, bucket: BucketName, answer: Any) -> Slot | float:
+        now = self._clock()
+        granted = int(answer[0])
+        wait = _number(answer[1])
+        self._paused_until[bucket] = now + _number(answer[2])
+        if not granted:
+            return wait
+        if self._fallback:
+            self._fallback = False
+        self._adopt(bucket, answer[7], int(answer[6]))
+        self.live = max(1, int(answer[8]))
+        control, _, _ = self._local.snapshot(bucket)
+        return Slot(
+            wait=max(0.0, wait),
+            busy=_number(answer[3]),
+            sent=_number(answer[4]),
+            backlogged=bool(int(answer[5])),
+            control=control,
+            version=self._versions[bucket],
+            interval=_number(answer[10]),
+            tat=_number(answer[9]),
+        )
+
+    async def release(self, bucket: BucketName, slot: Slot) -> None:
+        """Give a reserved slot back, in Redis if it was reserved there."""
+        if math.isnan(slot.tat):
+            self._local.give_back(bucket, slot)
+            return
+        if not slot.interval:
+            return
+        shared = self._redis
+        script = shared.script("release", _RELEASE)
+        args = [repr(slot.tat), repr(slot.interval)]
+        # A slot not given back is one request's worth of rate, no more.
+        with contextlib.suppress(RedisUnavailableError):
+            await shared.call(lambda: script(keys=[self._key(bucket)], args=args))
+
+    async def update(
+        self,
+        bucket: BucketName,
+        control: Control,
+        version: int,
+        *,
+        schedule: Schedule,
+        pause: float,
+        tokens: float | None,
+    ) -> bool:
+        """Compare-and-set the shared learning state; apply the pause and token cap."""
+        now = self._clock()
+        current, _, _ = self._local.snapshot(bucket)
+        if self._fallback:
+            return self._local.apply(
+                bucket,
+                control,
+                self._local.snapshot(bucket)[1],
+                schedule=self._share(schedule),
+                pause=pause,
+                tokens=tokens,
+                now=now,
+            )
+        shared = self._redis
+        script = shared.script("update", _UPDATE)
+        args = [
+            str(version),
+            "" if control == current else _encode(control),
+            "" if schedule.rate is None else repr(schedule.rate),
+            repr(pause),
+            "" if tokens is None else repr(tokens),
+            str(int(TTL * 1000)),
+        ]
+        try:
+            answer = await shared.call(lambda: script(keys=[self._key(bucket)], args=args))
+            replaced = bool(int(answer[0]))
+            new_version = int(answer[1])
+            self._paused_until[bucket] = self._clock() + _number(answer[3])
+        except (RedisUnavailableError, ValueError, TypeError, IndexError):
+            self._go_local()
+            self._local.set_control(bucket, control)
+            return self._local.apply(
+                bucket,
+                control,
+                self._local.snapshot(bucket)[1],
+                schedule=self._share(schedule),
+                pause=pause,
+                tokens=tokens,
+                now=now,
+            )
+        if replaced:
+            self._local.set_control(bucket, control)
+            self._versions[bucket] = new_version
+        else:
+            self._adopt(bucket, answer[2], new_version)
+        return replaced
+
+    async def aclose(self) -> None:
+        """Close the Redis connection if the client made it."""
+        await self._redis.aclose()

@@ -1,0 +1,241 @@
+"""Redis, for what several processes or hosts that use one credential share.
+
+The rate limiter's buckets (``_ratelimit/_redis.py``) and the OAuth token (``_auth.py``)
+are shared through one :class:`SharedRedis`: a redis-py asyncio client with short timeouts
+and no retries of its own, a namespace, and a health flag.
+
+Invariants:
+
+* Redis failing is never the service failing. Every call has a timeout (``timeout``, 0.25 s
+  by default) and every error of redis-py (or of a Redis that answers nonsense) becomes
+  :class:`RedisUnavailableError`, which the callers catch and answer by working alone; nothing
+  of Redis reaches a caller of the SDK.
+* One warning per outage: the first failure logs a warning and marks Redis down; calls made
+  while it is down fail at once (no timeout paid per request) until ``rejoin_after``
+  seconds have passed, when one call tries again; a success marks it up and logs that.
+* Keys live under ``contractsdk:{namespace}:``, where the namespace is a hash of the
+  environment's base URL and the credential's identity: the API key's own hash, or the
+  OAuth client id. No secret is ever part of a key, and every key expires.
+* The OAuth token is stored sealed (:func:`seal`): encrypted and authenticated with a key
+  derived from the client secret, so a reader of Redis learns nothing, and a writer to it
+  cannot make a client send a token of its choosing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+from ._exceptions import ConfigurationError
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+__all__ = [
+    "RedisUnavailableError",
+    "SharedRedis",
+    "namespace",
+    "open_seal",
+    "seal",
+]
+
+logger = logging.getLogger("contractsdk.redis")
+
+T = TypeVar("T")
+
+#: Seconds one Redis call may take before Redis counts as away.
+DEFAULT_TIMEOUT: Final = 0.25
+#: Seconds between attempts to reach a Redis that is away.
+REJOIN_AFTER: Final = 1.0
+_INSTALL_HINT: Final = "sharing through Redis needs redis-py: pip install 'contractsdk[redis]'"
+
+
+class RedisUnavailableError(Exception):
+    """Redis did not answer in time, or answered with an error (internal, never raised out)."""
+
+
+def namespace(base_url: str, identity: str) -> str:
+    """Return the key prefix shared by every client of one environment and credential.
+
+    Args:
+        base_url: The environment's base URL.
+        identity: What identifies the credential without being it (a hash of an API key,
+            or an OAuth client id).
+    """
+    digest = hashlib.sha256(f"{base_url}\0{identity}".encode()).hexdigest()[:24]
+    return f"contractsdk:{digest}:"
+
+
+class SharedRedis:
+    """A Redis connection for one client, with timeouts, a namespace and a health flag.
+
+    Args:
+        redis: A ``redis://`` (or ``rediss://``, ``unix://``) URL, or a
+            ``redis.asyncio.Redis`` the caller owns (it is then not closed here).
+        prefix: The key prefix (:func:`namespace`).
+        timeout: Seconds each call may take.
+        clock: Monotonic seconds (injected for tests).
+
+    Raises:
+        ConfigurationError: redis-py is not installed, or the URL is not a Redis URL.
+    """
+
+    def __init__(
+        self,
+        redis: str | Redis,
+        *,
+        prefix: str,
+        timeout: float = DEFAULT_TIMEOUT,
+        rejoin_after: float = REJOIN_AFTER,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        try:
+            import redis.asyncio as aioredis
+            from redis.asyncio.retry import Retry
+            from redis.backoff import NoBackoff
+        except ImportError:  # pragma: no cover - the extra is installed in the test env
+            raise ConfigurationError(_INSTALL_HINT) from None
+        self.prefix = prefix
+        self.timeout = timeout
+        self._rejoin_after = rejoin_after
+        self._clock = clock
+        self._down_since: float | None = None
+        self._next_try = 0.0
+        if isinstance(redis, str):
+            if not redis.startswith(("redis://", "rediss://", "unix://")):
+                raise ConfigurationError(
+                    "redis must be a redis://, rediss:// or unix:// URL, or a redis.asyncio.Redis"
+                )
+            try:
+                self.client: Redis = aioredis.Redis.from_url(
+                    redis,
+                    socket_timeout=timeout,
+                    socket_connect_timeout=timeout,
+                    # Our own timeout and fallback decide; redis-py's ten retries with
+                    # backoff would hold a request for seconds on a dead Redis.
+                    retry=Retry(NoBackoff(), 0),
+                    max_connections=32,
+                )
+            except ValueError as exc:
+                raise ConfigurationError(f"redis URL not understood: {exc}") from None
+            self._owned = True
+        elif isinstance(redis, aioredis.Redis):
+            self.client = redis
+            self._owned = False
+        else:
+            raise ConfigurationError("redis must be a URL or a redis.asyncio.Redis")
+        self._scripts: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"<SharedRedis prefix={self.prefix!r} up={self.up}>"
+
+    @property
+    def up(self) -> bool:
+        """Whether the last call reached Redis."""
+        return self._down_since is None
+
+    def key(self, *parts: str) -> str:
+        """Return the full name of a key of this namespace."""
+        return self.prefix + ":".join(parts)
+
+    def script(self, name: str, lua: str) -> Any:
+        """Return the registered script ``name`` (EVALSHA, falling back to EVAL once)."""
+        script = self._scripts.get(name)
+        if script is None:
+            script = self._scripts[name] = self.client.register_script(lua)
+        return script
+
+    async def call(self, make: Callable[[], Awaitable[T]]) -> T:
+        """Run one Redis call under the timeout; any failure is :class:`RedisUnavailableError`.
+
+        While Redis is marked down, fail at once unless it is time to try again.
+        """
+        if self._down_since is not None and self._clock() < self._next_try:
+            raise RedisUnavailableError("redis is away")
+        try:
+            result = await asyncio.wait_for(make(), self.timeout)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # redis-py's errors, timeouts, nonsense from a proxy
+            self._failed(exc)
+            raise RedisUnavailableError(type(exc).__name__) from None
+        if self._down_since is not None:
+            logger.warning(
+                "Redis is back after %.1f s: rate limits and tokens are shared again",
+                self._clock() - self._down_since,
+            )
+            self._down_since = None
+        return result
+
+    def _failed(self, exc: BaseException) -> None:
+        now = self._clock()
+        self._next_try = now + self._rejoin_after
+        if self._down_since is None:
+            self._down_since = now
+            # The exception's text may hold the URL and its password: name its type only.
+            logger.warning(
+                "Redis is unreachable (%s): each process falls back to its share of the "
+                "rate limit until it is back",
+                type(exc).__name__,
+            )
+
+    async def aclose(self) -> None:
+        """Close the connection pool if this object made it."""
+        if self._owned:
+            with contextlib.suppress(Exception):  # closing a dead connection: nothing to say
+                await self.client.aclose()
+
+
+# --------------------------------------------------------------------------------------
+# Sealing the shared token: HMAC-SHA256 in counter mode, then HMAC over the ciphertext.
+
+_NONCE: Final = 16
+_TAG: Final = 32
+
+
+def _keys(secret: str) -> tuple[bytes, bytes]:
+    root = hashlib.sha256(b"contractsdk token seal\0" + secret.encode()).digest()
+    return (
+        hmac.new(root, b"encrypt", hashlib.sha256).digest(),
+        hmac.new(root, b"authenticate", hashlib.sha256).digest(),
+    )
+
+
+def _stream(key: bytes, nonce: bytes, length: int) -> bytes:
+    blocks = (length + 31) // 32
+    return b"".join(
+        hmac.new(key, nonce + index.to_bytes(4, "big"), hashlib.sha256).digest()
+        for index in range(blocks)
+    )[:length]
+
+
+def seal(secret: str, plaintext: bytes) -> bytes:
+    """Encrypt and authenticate ``plaintext`` with a key derived from ``secret``."""
+    encrypt, authenticate = _keys(secret)
+    nonce = secrets.token_bytes(_NONCE)
+    body = _xor(plaintext, _stream(encrypt, nonce, len(plaintext)))
+    tag = hmac.new(authenticate, nonce + body, hashlib.sha256).digest()
+    return nonce + body + tag
+
+
+def open_seal(secret: str, sealed: bytes) -> bytes | None:
+    """Return what :func:`seal` sealed, or None if it was not sealed with this secret."""
+    if len(sealed) < _NONCE + _TAG:
+        return None
+    encrypt, authenticate = _keys(secret)
+    nonce, body, tag = sealed[:_NONCE], sealed[_NONCE:-_TAG], sealed[-_TAG:]
+    expected = hmac.new(authenticate, nonce + body, hashlib.sha256).digest()
+    if not hmac.compare_digest(tag, expected):
+        return None
+    return _xor(body, _stream(encrypt, nonce, len(body)))
+
+
+def _xor(data: bytes, stream: bytes) -> bytes:
+    return (int.from_bytes(data, "big") ^ int.from_bytes(stream, "big")).to_bytes(len(data), "big")

@@ -1,0 +1,333 @@
+"""The buckets and the OAuth token shared through a real redis-server.
+
+Every test starts from an empty Redis (the ``redis_server`` fixture, ``tests/conftest.py``).
+Durations appear only as lower bounds the limiter guarantees (it never lets more through
+than the rate allows, however fast the machine), and as upper bounds far beyond what the
+behaviour needs (a test that hangs fails instead of stalling CI).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import redis.asyncio as aioredis
+
+from contractsdk import ClientCredentials, ConfigurationError, ContractClient, RateLimits
+from contractsdk._ratelimit import Grant, RateLimiter
+from contractsdk._ratelimit._redis import TTL, RedisStore
+from contractsdk._redis import SharedRedis
+from contractsdk.sandbox import SandboxServer
+from tests._redisserver import RedisServer, key_name
+
+ROOT = Path(__file__).resolve().parent.parent
+PREFIX = "contractsdk:test:"
+
+
+def shared_limiter(
+    url: str, limits: RateLimits, *, prefix: str = PREFIX, rejoin_after: float = 1.0
+) -> RateLimiter:
+    shared = SharedRedis(url, prefix=prefix, rejoin_after=rejoin_after)
+    return RateLimiter(limits, store=lambda initial: RedisStore(shared, initial))
+
+
+def shared_now(limiter: RateLimiter) -> bool:
+    return limiter.state.write.shared
+
+
+async def grant_times(limiter: RateLimiter, count: int) -> list[float]:
+    times: list[float] = []
+
+    async def one() -> None:
+        grant = await limiter.acquire("POST")
+        times.append(time.monotonic())
+        await limiter.record(grant, 200, {})
+
+    await asyncio.wait_for(asyncio.gather(*(one() for _ in range(count))), 30)
+    return times
+
+
+@pytest.fixture
+async def limiters(redis_server: RedisServer) -> AsyncIterator[list[RateLimiter]]:
+    made: list[RateLimiter] = []
+    yield made
+    for limiter in made:
+        await limiter.aclose()
+
+
+async def test_two_clients_share_one_schedule(
+    redis_server: RedisServer, limiters: list[RateLimiter]
+) -> None:
+    """Two clients of one credential together stay within one rate, not one each."""
+    limits = RateLimits(write=20, burst=1)
+    limiters += [shared_limiter(redis_server.url, limits) for _ in range(2)]
+    start = time.monotonic()
+    first, second = await asyncio.gather(*(grant_times(limiter, 15) for limiter in limiters))
+    merged = sorted(first + second)
+    # 30 grants at 19.8/s with no burst: at least 29 intervals, together.
+    assert merged[-1] - start >= 29 / (20 * 1.0) * 0.95
+    assert all(limiter.state.write.shared for limiter in limiters)
+
+
+async def test_processes_share_one_bucket_in_turn(redis_server: RedisServer) -> None:
+    """Three processes sharing a bucket are paced together and served in turn (FIFO)."""
+    count, rate = 12, 30.0
+    workers = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "tests._redisworker",
+            "acquire",
+            redis_server.url,
+            str(count),
+            str(rate),
+            "1",
+            cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        for _ in range(3)
+    ]
+    outputs = await asyncio.wait_for(asyncio.gather(*(w.communicate() for w in workers)), 60)
+    assert all(worker.returncode == 0 for worker in workers)
+    grants = [json.loads(out)["grants"] for out, _ in outputs]
+    merged = sorted((when, index) for index, times in enumerate(grants) for when in times)
+    assert len(merged) == 3 * count
+    span = merged[-1][0] - merged[0][0]
+    assert span >= (3 * count - 1) / rate * 0.9  # one rate for all three
+    # Each holds one reservation at a time: while all three are busy they take turns.
+    busy = [index for when, index in merged if when <= min(times[-1] for times in grants)]
+    tail = busy[len(busy) // 3 :]
+    assert {0, 1, 2} <= set(tail[: len(tail) // 2])
+
+
+async def test_a_fresh_shared_bucket_grants_the_known_burst(
+    redis_server: RedisServer, limiters: list[RateLimiter]
+) -> None:
+    """Nobody used the credential for a TTL: the server's bucket is full, and so is ours."""
+    limiter = shared_limiter(redis_server.url, RateLimits(write=10, burst=5))
+    limiters.append(limiter)
+    start = time.monotonic()
+    times = await grant_times(limiter, 6)
+    assert sum(1 for when in times if when - start < 0.05) >= 5
+    assert times[-1] - start >= 1 / 10 * 0.9
+
+
+async def test_a_pause_holds_every_process(
+    redis_server: RedisServer, limiters: list[RateLimiter]
+) -> None:
+    """A 429's Retry-After seen by one client pauses the others too."""
+    limits = RateLimits(write=100, burst=1, adaptive=False)
+    first, second = (shared_limiter(redis_server.url, limits) for _ in range(2))
+    limiters += [first, second]
+    grant = await first.acquire("POST")
+    await first.record(grant, 429, {"Retry-After": "1"})
+    start = time.monotonic()
+    await asyncio.wait_for(second.acquire("POST"), 10)
+    assert time.monotonic() - start >= 0.9
+
+
+async def test_one_overload_lowers_the_shared_rate_once(
+    redis_server: RedisServer, limiters: list[RateLimiter]
+) -> None:
+    """Two processes answered 429 for the same overload: the shared rate drops once."""
+    limits = RateLimits(write=100, burst=2)
+    first, second = (shared_limiter(redis_server.url, limits) for _ in range(2))
+    alone = shared_limiter(redis_server.url, limits, prefix="contractsdk:alone:")
+    limiters += [first, second, alone]
+    grants = [await first.acquire("POST"), await second.acquire("POST")]
+    await first.record(grants[0], 429, {})
+    await second.record(grants[1], 429, {})
+    await alone.record(await alone.acquire("POST"), 429, {})
+    once = alone.state.write.rate
+    assert once is not None and once < 99
+    assert first.state.write.rate == second.state.write.rate == once
+
+
+async def test_keys_are_namespaced_and_expire(
+    redis_server: RedisServer, limiters: list[RateLimiter]
+) -> None:
+    """Every key lives under the namespace and has a time to live."""
+    limiter = shared_limiter(redis_server.url, RateLimits(write=10))
+    limiters.append(limiter)
+    await grant_times(limiter, 2)
+    client = aioredis.Redis.from_url(redis_server.url)
+    try:
+        keys = await client.keys("*")
+        assert keys
+        for key in keys:
+            assert key_name(key).startswith(PREFIX)
+            ttl = await client.pttl(key)
+            assert 0 < ttl <= TTL * 1000
+    finally:
+        await client.aclose()
+
+
+async def test_redis_killed_mid_run_falls_back_and_rejoins(
+    redis_server: RedisServer, limiters: list[RateLimiter], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis dies: calls go on alone (no hang, no error, none lost); it returns: rejoined."""
+    caplog.set_level(logging.WARNING, logger="contractsdk.redis")
+    limiter = shared_limiter(redis_server.url, RateLimits(write=50), rejoin_after=0.2)
+    limiters.append(limiter)
+    await grant_times(limiter, 5)
+    assert shared_now(limiter)
+    redis_server.kill()
+    times = await grant_times(limiter, 10)  # bounded by wait_for: no call hangs
+    assert len(times) == 10
+    assert not shared_now(limiter)
+    redis_server.start()
+    await asyncio.sleep(0.3)
+    await grant_times(limiter, 3)
+    assert shared_now(limiter)
+    warnings = [record.getMessage() for record in caplog.records]
+    assert sum("unreachable" in message for message in warnings) == 1  # one per outage
+    assert any("back" in message for message in warnings)
+    assert all("redis://" not in message for message in warnings)
+
+
+async def test_redis_away_from_the_start_is_not_an_error(limiters: list[RateLimiter]) -> None:
+    """A Redis that never answers: every call still goes, at this process's share."""
+    limiter = shared_limiter("redis://127.0.0.1:9/0", RateLimits(write=100))  # port 9: closed
+    limiters.append(limiter)
+    times = await grant_times(limiter, 5)
+    assert len(times) == 5
+    assert not limiter.state.write.shared
+
+
+async def test_fallback_paces_at_this_process_share(
+    redis_server: RedisServer, limiters: list[RateLimiter]
+) -> None:
+    """Two live clients seen, then Redis gone: each goes on at half the rate."""
+    limits = RateLimits(write=40, burst=1)
+    first, second = (shared_limiter(redis_server.url, limits) for _ in range(2))
+    limiters += [first, second]
+    await asyncio.gather(grant_times(first, 2), grant_times(second, 2))
+    redis_server.kill()
+    start = time.monotonic()
+    times = await grant_times(first, 9)
+    assert times[-1] - start >= 8 / 20 * 0.9  # 20/s: its share of 40/s
+
+
+async def test_garbage_in_redis_is_ignored(
+    redis_server: RedisServer, limiters: list[RateLimiter]
+) -> None:
+    """A learning state that is not ours (hostile, or another version's) is not adopted."""
+    limiter = shared_limiter(redis_server.url, RateLimits(write=50))
+    limiters.append(limiter)
+    await grant_times(limiter, 1)
+    client = aioredis.Redis.from_url(redis_server.url)
+    try:
+        key = f"{PREFIX}bucket:write"
+        for garbage in ('{"rate": -1}', "[" * 10_000, "not json", '{"rate": 1e400}'):
+            await client.hset(key, mapping={"ctl": garbage, "ver": 99})
+            await grant_times(limiter, 2)
+            assert limiter.state.write.rate == pytest.approx(50 * 0.99)
+    finally:
+        await client.aclose()
+
+
+def test_a_bad_redis_setting_is_refused() -> None:
+    """redis= takes a redis:// URL or a redis.asyncio.Redis; anything else is refused."""
+    with pytest.raises(ConfigurationError, match="redis://"):
+        ContractClient(api_key="k", redis="http://localhost:6379")
+    with pytest.raises(ConfigurationError):
+        ContractClient(api_key="k", redis=42)  # type: ignore[arg-type]  # wrong on purpose
+
+
+async def test_client_reads_the_redis_url_from_the_environment(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CONTRACTSDK_REDIS_URL turns sharing on; redis=None turns it off."""
+    monkeypatch.setenv("CONTRACTSDK_REDIS_URL", redis_server.url)
+    async with ContractClient(api_key="k") as client:
+        assert client.rate_limits is not None and client.rate_limits.write.shared
+        assert client._shared is not None
+    async with ContractClient(api_key="k", redis=None) as client:
+        assert client._shared is None
+
+
+async def test_a_caller_owned_redis_is_used_and_not_closed(redis_server: RedisServer) -> None:
+    """redis= may be a redis.asyncio.Redis the caller owns: used, and left open."""
+    owned = aioredis.Redis.from_url(redis_server.url, decode_responses=True)
+    try:
+        async with (
+            SandboxServer(seed=0) as server,
+            ContractClient(api_key=server.api_key, base_url=server.url, redis=owned) as client,
+        ):
+            await client.users.get(server.users[0].id)
+            assert client.rate_limits is not None and client.rate_limits.read.shared
+        assert await owned.ping()
+    finally:
+        await owned.aclose()
+
+
+async def test_the_token_is_fetched_once_for_every_process(redis_server: RedisServer) -> None:
+    """Four processes with one OAuth credential: one token request between them."""
+    async with SandboxServer(seed=0, read_rate=None, write_rate=None) as server:
+        user = server.users[0].id
+        workers = [
+            await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "tests._redisworker",
+                "token",
+                redis_server.url,
+                server.url,
+                server.client_id,
+                server.client_secret,
+                str(user),
+                cwd=ROOT,
+                stdout=asyncio.subprocess.PIPE,
+            )
+            for _ in range(4)
+        ]
+        await asyncio.wait_for(asyncio.gather(*(w.communicate() for w in workers)), 60)
+        assert all(worker.returncode == 0 for worker in workers)
+        counters = server.counters()
+    routes = counters["by_route"]
+    assert isinstance(routes, dict)
+    assert routes["POST /oauth/token"] == 1
+
+
+async def test_the_shared_token_is_sealed(redis_server: RedisServer) -> None:
+    """What Redis holds is neither the token nor readable without the client secret."""
+    async with SandboxServer(seed=0) as server:
+        credentials = ClientCredentials(
+            client_id=server.client_id, client_secret=server.client_secret
+        )
+        async with ContractClient(
+            credentials=credentials, base_url=server.url, redis=redis_server.url
+        ) as client:
+            await client.users.get(server.users[0].id)
+            token = await client._auth.token()
+    raw = aioredis.Redis.from_url(redis_server.url)
+    try:
+        keys = [key for key in await raw.keys("*") if key_name(key).endswith(":token")]
+        assert len(keys) == 1
+        stored = await raw.get(keys[0])
+    finally:
+        await raw.aclose()
+    assert stored is not None
+    assert token.encode() not in stored
+    assert server.client_secret.encode() not in stored
+
+
+async def test_grant_is_fresh_only_in_its_epoch(
+    redis_server: RedisServer, limiters: list[RateLimiter]
+) -> None:
+    """A grant taken before another process lowered the rate is an echo there too."""
+    limits = RateLimits(write=100, burst=3)
+    first, second = (shared_limiter(redis_server.url, limits) for _ in range(2))
+    limiters += [first, second]
+    old = await second.acquire("POST")
+    await first.record(await first.acquire("POST"), 429, {})
+    lowered = first.state.write.rate
+    await grant_times(second, 1)  # second learns the new epoch with its next grant
+    await second.record(Grant("write", old.epoch, 0.0), 429, {})
+    assert second.state.write.rate == lowered
