@@ -12,6 +12,7 @@ from contractsdk import ConfigurationError, ContractClient
 from contractsdk.bulk import JournalError
 from contractsdk.cli import build_parser
 from contractsdk.sandbox import FaultRule, SandboxServer
+from tests._redisserver import RedisServer
 
 pytestmark = pytest.mark.e2e
 
@@ -206,3 +207,23 @@ async def test_files_and_journals_that_cannot_be_used(
     assert str(caught.value).count("job ") >= 2
     with pytest.raises(ConfigurationError, match="no journal at"):
         await cli(server, "bulk", "status", str(tmp_path / "nothing.db"))
+
+
+async def test_bulk_create_shares_its_limits_through_redis(
+    server: SandboxServer, tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """--redis URL: the bulk job's buckets live in Redis, under the credential's namespace."""
+    journal = tmp_path / "job.db"
+    args = create_args(server, EXAMPLE, journal, "--key-column", "reference")
+    assert await cli(server, *args, "--redis", redis_server.url) == 3
+    keys = redis_server.keys()
+    assert any(key.endswith(":bucket:write") for key in keys)
+    assert any(key.endswith(":clients") for key in keys)
+
+
+def test_every_command_takes_redis() -> None:
+    """--redis is a connection flag: accepted by every command that talks to the service."""
+    parser = build_parser()
+    for argv in (["users", "get", "1"], ["bulk", "status", "j.db"], ["teams", "list", "1"]):
+        args = parser.parse_args([*argv, "--redis", "redis://127.0.0.1:6379/0"])
+        assert args.redis == "redis://127.0.0.1:6379/0"

@@ -41,6 +41,13 @@ def _connection_options() -> argparse.ArgumentParser:
     group.add_argument(
         "--client-secret", default=suppress, help="OAuth secret (prefer the variable)"
     )
+    group.add_argument(
+        "--redis",
+        metavar="URL",
+        default=suppress,
+        help="share rate limits and tokens with other processes through this Redis "
+        "(CONTRACTSDK_REDIS_URL)",
+    )
     group.add_argument("--json", action="store_true", default=suppress, help="print JSON")
     return common
 

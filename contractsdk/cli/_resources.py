@@ -32,6 +32,9 @@ def make_client(args: argparse.Namespace, **options: Any) -> ContractClient:
         if not (client_id and client_secret):
             raise ConfigurationError("--client-id and --client-secret go together")
         credentials = ClientCredentials(client_id=client_id, client_secret=client_secret)
+    redis = getattr(args, "redis", None)
+    if redis is not None:
+        options.setdefault("redis", redis)  # else CONTRACTSDK_REDIS_URL, if set
     return ContractClient(
         api_key=getattr(args, "api_key", None),
         credentials=credentials,
