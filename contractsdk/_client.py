@@ -391,14 +391,19 @@ class ContractClient:
         instrumentation = self._instrumentation
         limiter = self._limiter
         request = call.request
-        grant = None if limiter is None else await self._acquire(limiter, call)
+        grant = None
+        if limiter is not None:  # the usual case first: a slot free now, nothing awaited
+            grant = limiter.try_acquire(request.method) or await self._acquire(limiter, call)
         await instrumentation.on_request(request)
         sent = request.with_header("Authorization", f"Bearer {token}")
         started = self._clock()
         response = await self._transport.handle_async_request(sent)
         if grant is not None:
             assert limiter is not None
-            await limiter.record(grant, response.status_code, response.headers)
+            status, headers = response.status_code, response.headers
+            hints = limiter.note(grant, status, headers)
+            if hints is not None:  # something to learn (a 429, rate headers, a learnt limit)
+                await limiter.learn(grant, status, hints)
         # Hooks and errors see the request without its credential.
         response = response.for_request(request)
         await instrumentation.on_response(response, self._clock() - started)

@@ -41,7 +41,7 @@ from collections.abc import Awaitable, Callable, Mapping
 import attrs
 
 from contractsdk._exceptions import RateLimiterTimeoutError
-from contractsdk._headers import _NO_HINTS, parse_rate_limit_headers
+from contractsdk._headers import _NO_HINTS, RateLimitHints, parse_rate_limit_headers
 
 from . import _control
 from ._control import Control, Observation
@@ -57,9 +57,10 @@ PUBLISH_STEP = 0.02
 _KICK_RATIO = 1.05
 
 
-@attrs.frozen(slots=True)
 class Grant:
     """A request's permission to go, handed back to :meth:`RateLimiter.record`.
+
+    A plain slotted class, not attrs: one is made per request, on the hot path.
 
     Attributes:
         bucket: ``"read"`` or ``"write"``.
@@ -68,9 +69,15 @@ class Grant:
         waited: Seconds it spent waiting.
     """
 
-    bucket: BucketName
-    epoch: int
-    waited: float
+    __slots__ = ("bucket", "epoch", "waited")
+
+    def __init__(self, bucket: BucketName, epoch: int, waited: float) -> None:
+        self.bucket: BucketName = bucket
+        self.epoch = epoch
+        self.waited = waited
+
+    def __repr__(self) -> str:
+        return f"Grant({self.bucket!r}, epoch={self.epoch}, waited={self.waited:.3f})"
 
 
 @attrs.frozen(kw_only=True)
@@ -174,12 +181,14 @@ class _Queue:
         self.throttles = 0
         self.waited = 0.0
         self.schedule = Schedule(rate=None, tau=0.0, burst=1.0)
+        self.schedule_phase = "off"  # the phase of the learning state the schedule is from
 
     # -- the schedule the store hands slots out by ---------------------------------------
 
     def reschedule(self, control: Control) -> None:
         """Derive the schedule from the learning state and what is known of the server."""
         limiter = self._limiter
+        self.schedule_phase = control.phase
         rate = control.rate
         burst = float(limiter.limits.burst or self.server_burst)
         if rate is None:
@@ -203,13 +212,19 @@ class _Queue:
 
     # -- waiting -----------------------------------------------------------------------
 
+    def try_now(self) -> Grant | None:
+        """Grant at once, without suspending, if nobody waits and a slot is free now."""
+        local = self._limiter._local
+        if self._queue or local is None:
+            return None
+        slot = local.take(self.name, self.schedule, self._limiter._clock(), max_wait=0.0)
+        return self._grant(slot, 0.0) if isinstance(slot, Slot) else None
+
     async def acquire(self, timeout: float | None) -> Grant:
+        grant = self.try_now()
+        if grant is not None:
+            return grant
         limiter = self._limiter
-        store = limiter._store
-        if not self._queue and store.synchronous:
-            slot = await store.reserve(self.name, self.schedule, max_wait=0.0)
-            if isinstance(slot, Slot):  # it can go now: no queue, no timer
-                return self._grant(slot, 0.0)
         now = limiter._clock()
         waiter = _Waiter(now, None if timeout is None else now + timeout)
         if timeout is not None:
@@ -338,14 +353,15 @@ class _Queue:
         self.granted += 1
         self.busy = slot.busy
         self.busy_at = self._limiter._clock()
-        self.sent = slot.sent
+        if slot.sent >= 0:
+            self.sent = slot.sent
         self.backlogged = slot.backlogged or bool(self._queue)
         control = slot.control
         if control.epoch != self.epoch:  # another process lowered the shared rate
             self.epoch = control.epoch
             self.answered = self.admitted = 0
             self.epoch_start = slot.busy
-        if control.rate != self.schedule.rate:
+        if control.rate != self.schedule.rate or control.phase != self.schedule_phase:
             self.reschedule(control)
         return Grant(self.name, control.epoch, waited)
 
@@ -393,6 +409,8 @@ class RateLimiter:
         }
         initial = {name: self._initial(queue) for name, queue in self._queues.items()}
         self._store: Store = LocalStore(clock, initial) if store is None else store(initial)
+        # The store, when it is this process's memory: the fast paths call it directly.
+        self._local = self._store if isinstance(self._store, LocalStore) else None
         for name, queue in self._queues.items():
             queue.reschedule(initial[name])
 
@@ -441,6 +459,14 @@ class RateLimiter:
         """
         return await self._queues[bucket_name(method)].acquire(timeout)
 
+    def try_acquire(self, method: str) -> Grant | None:
+        """Grant a request of ``method`` at once if it can go without waiting, else None.
+
+        Never suspends: the hot path of a client under its limit (the buckets in this
+        process, nobody queued, a slot free now). Otherwise call :meth:`acquire`.
+        """
+        return self._queues[bucket_name(method)].try_now()
+
     async def record(self, grant: Grant, status_code: int, headers: Mapping[str, str]) -> None:
         """Learn from the answer to a granted request; never raises.
 
@@ -455,16 +481,36 @@ class RateLimiter:
             status_code: The response status.
             headers: The response headers (a case-insensitive mapping).
         """
+        hints = self.note(grant, status_code, headers)
+        if hints is not None:
+            await self.learn(grant, status_code, hints)
+
+    def note(
+        self, grant: Grant, status_code: int, headers: Mapping[str, str]
+    ) -> RateLimitHints | None:
+        """Count an answer; return its hints if :meth:`learn` has more to do, else None.
+
+        The synchronous half of :meth:`record`: a success without rate-limit headers, at a
+        known limit, teaches nothing, and the client's hot path stops here.
+        """
         queue = self._queues[grant.bucket]
         hints = parse_rate_limit_headers(headers, now=self._wall_clock())
         throttled = status_code == 429
-        fresh = grant.epoch == queue.epoch
-        if throttled:
-            queue.throttles += 1
-        if fresh:
+        if grant.epoch == queue.epoch:
             queue.answered += 1
             if not throttled:
                 queue.admitted += 1
+        if throttled:
+            queue.throttles += 1
+        elif hints is _NO_HINTS and queue.schedule_phase == "paced":
+            return None
+        return hints
+
+    async def learn(self, grant: Grant, status_code: int, hints: RateLimitHints) -> None:
+        """Take one learning step from an answer :meth:`note` counted (never raises)."""
+        queue = self._queues[grant.bucket]
+        throttled = status_code == 429
+        fresh = grant.epoch == queue.epoch
         if hints.limit is not None:
             queue.server_limit = hints.limit
         if hints.reset is not None and hints.reset > queue.max_reset:
@@ -475,8 +521,6 @@ class RateLimiter:
                 queue.server_burst = min(hints.remaining + 1, _burst_cap(queue))
         store = self._store
         control, version, _ = store.snapshot(grant.bucket)
-        if hints is _NO_HINTS and not throttled and control.phase == "paced":
-            return  # the usual case with a known limit: nothing to learn, nothing to store
         start = control
         declared = hints.rate
         if (
@@ -503,7 +547,7 @@ class RateLimiter:
             hint=None if hints.limit is None else hints.limit / queue.max_reset,
             hints=hints,
             fresh=fresh,
-            sent=queue.sent,
+            sent=queue.sent if self._local is None else self._local.sent(grant.bucket),
             answered=queue.answered,
             admitted=queue.admitted,
             backlogged=queue.backlogged,

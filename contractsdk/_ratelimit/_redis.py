@@ -316,7 +316,8 @@ class RedisStore:
                 bucket, self._share(schedule), self._clock(), max_wait=max_wait
             )
             if isinstance(local, Slot):
-                return attrs.evolve(local, tat=math.nan)  # never released to Redis
+                local.tat = math.nan  # never released to Redis
+                local.sent = self._local.sent(bucket)
             return local
 
     def _reserved(self, bucket: BucketName, answer: Any) -> Slot | float:

@@ -65,30 +65,48 @@ class Schedule:
     burst: float
 
 
-@attrs.frozen
 class Slot:
     """A reservation: when the caller may go, and what the store knew then.
+
+    A plain slotted class, not attrs: one is made per request, on the hot path.
 
     Attributes:
         wait: Seconds from the reservation until the slot.
         busy: The bucket's busy clock at the reservation.
-        sent: Slots granted per busy second lately, by every client of the store.
+        sent: Slots granted per busy second lately, by every client of the store (-1.0:
+            not measured here; ask the store).
         backlogged: Reservations were queued ahead: the rate, not the demand, set the pace.
         control: The bucket's learning state at the reservation.
         version: Its version, for :meth:`Store.update`.
         interval: How far the reservation moved the schedule (``1/rate``; 0 unpaced).
         tat: The schedule's ``tat`` right after it, so that a release undoes exactly this
-            reservation and nothing later.
+            reservation and nothing later (NaN: reserved in this process's fallback).
     """
 
-    wait: float
-    busy: float
-    sent: float
-    backlogged: bool
-    control: Control
-    version: int
-    interval: float = 0.0
-    tat: float = 0.0
+    __slots__ = ("backlogged", "busy", "control", "interval", "sent", "tat", "version", "wait")
+
+    def __init__(
+        self,
+        wait: float,
+        busy: float,
+        sent: float,
+        backlogged: bool,
+        control: Control,
+        version: int,
+        interval: float = 0.0,
+        tat: float = 0.0,
+    ) -> None:
+        self.wait = wait
+        self.busy = busy
+        self.sent = sent
+        self.backlogged = backlogged
+        self.control = control
+        self.version = version
+        self.interval = interval
+        self.tat = tat
+
+    def __repr__(self) -> str:
+        return f"Slot(wait={self.wait!r}, busy={self.busy!r}, version={self.version!r})"
 
 
 class Store(Protocol):
@@ -289,16 +307,12 @@ class LocalStore:
             return wait
         state.last_grant = now + wait
         state.meter.add(busy)
-        return Slot(
-            wait=wait,
-            busy=busy,
-            sent=state.meter.rate(busy),
-            backlogged=backlogged,
-            control=state.control,
-            version=state.version,
-            interval=interval,
-            tat=state.tat,
-        )
+        return Slot(wait, busy, -1.0, backlogged, state.control, state.version, interval, state.tat)
+
+    def sent(self, bucket: BucketName) -> float:
+        """Grants per busy second lately."""
+        state = self._buckets[bucket]
+        return state.meter.rate(state.busy)
 
     def give_back(self, bucket: BucketName, slot: Slot) -> None:
         """Undo a reservation if nothing moved the schedule since (see :meth:`Store.release`)."""
