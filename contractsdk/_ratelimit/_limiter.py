@@ -46,7 +46,7 @@ from contractsdk._headers import _NO_HINTS, RateLimitHints, parse_rate_limit_hea
 from . import _control
 from ._control import Control, Observation
 from ._limits import DEFAULT_MAX_PAUSE, BucketName, RateLimits, bucket_name
-from ._store import IDLE_GAP, LATENESS, LocalStore, Meter, Schedule, Slot, Store
+from ._store import IDLE_GAP, LocalStore, Meter, Schedule, Slot, Store
 
 __all__ = ["BucketState", "Grant", "RateLimiter", "RateLimiterState"]
 
@@ -194,7 +194,10 @@ class _Queue:
         if rate is None:
             self.schedule = Schedule(rate=None, tau=0.0, burst=burst)
             return
-        tau = max((burst - 1) / rate, LATENESS)
+        # The tolerance: the known burst, plus what pacing at PACING of the limit leaves
+        # spare per interval. More (to catch up with a late event loop) would meet a
+        # strict server (burst 1: nginx's limit_req without burst) with 429s.
+        tau = (burst - 1 + (1 - _control.PACING)) / rate
         old = self.schedule.rate
         self.schedule = Schedule(rate=rate, tau=tau, burst=burst)
         if old is not None and rate < old:
