@@ -745,3 +745,76 @@ async def test_state_snapshot() -> None:
     await clock.advance(5)
     assert limiter.state.read.paused_for == 0.0
     assert "RateLimits" in repr(limiter)
+
+
+# --------------------------------------------------------------------------------------
+# No answer bricks a client: every pause is cut to max_pause, absurd values ignored
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Retry-After": "1e9"},
+        {"Retry-After": "Fri, 31 Dec 9999 23:59:59 GMT"},
+        {"retry-after-ms": "1e15"},
+        {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(NOW_WALL) + 10**8)},
+        {"RateLimit": '"d";r=0;t=99999999'},
+    ],
+)
+async def test_no_answer_pauses_past_max_pause(headers: dict[str, str]) -> None:
+    """An absurd Retry-After or reset pauses the bucket max_pause at most; then it goes on."""
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits(write=10), max_pause=30)
+    grant = await limiter.acquire("POST")
+    await limiter.record(grant, 429, headers)
+    assert 0 < limiter.state.write.paused_for <= 30
+    start = clock()
+    later = await clock.run(limiter.acquire("POST"))
+    assert clock() - start <= 30 + 1
+    assert later.waited <= 31
+
+
+async def test_max_pause_of_the_limits_wins() -> None:
+    """RateLimits(max_pause=...) sets the cap, whatever the retry policy says."""
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits(write=10, max_pause=2), max_pause=60)
+    await answer(limiter, "POST", 429, {"Retry-After": "3600"})
+    assert limiter.state.write.paused_for == 2
+
+
+async def test_an_absurdly_slow_policy_is_not_believed() -> None:
+    """RateLimit-Policy w=1000000 would pace one request a fortnight: ignored."""
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits(write=10), max_pause=60)
+    await answer(limiter, "POST", 200, {"RateLimit-Policy": '"p";q=1;w=1000000'})
+    assert limiter.state.write.limit == 10
+    assert limiter.state.write.rate == 10 * PACING
+    times = await grant_times(clock, limiter, 3)
+    assert times[-1] - times[0] < 1
+
+
+async def test_a_long_lived_client_is_usable_after_any_answer() -> None:
+    """Whatever one answer said, the next minutes of calls are paced normally again."""
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits(write=10), max_pause=60)
+    await answer(limiter, "POST", 429, {"Retry-After": "99999999"})
+    await clock.advance(61)
+    times = await grant_times(clock, limiter, 5)
+    assert times[-1] - times[0] < 1.0
+
+
+async def test_idle_time_never_enters_the_measured_rate() -> None:
+    """A client that idled before a 429 keeps W near what it sent while busy.
+
+    Counting the idle spell made a woken client measure a tiny rate and collapse to ~1/s.
+    """
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits(write=100))
+    await drive(clock, limiter, 2.0, tasks=16)
+    busy_rate = limiter.state.write.rate
+    assert busy_rate == 100 * PACING
+    await clock.advance(30)  # idle
+    grants = [await clock.run(limiter.acquire("POST")) for _ in range(3)]
+    await limiter.record(grants[-1], 429, {})
+    rate = limiter.state.write.rate
+    assert rate is not None and rate >= 0.5 * 100

@@ -86,8 +86,8 @@ local wait = start - now
 local backlogged = 0
 if rate then
   if old_iv > 0 and iv ~= old_iv then
-    local debt = tat - old_tau - now
-    if debt > 0 then tat = now + old_tau + debt * iv / old_iv end
+    local debt = tat - old_tau - start
+    if debt > 0 then tat = start + old_tau + debt * iv / old_iv end
   end
   tat = tat + tau - old_tau
   if now - last > iv + tonumber(ARGV[6]) then

@@ -233,15 +233,16 @@ class _Bucket:
 def _rebase(state: _Bucket, schedule: Schedule, interval: float, now: float) -> None:
     """Carry the schedule over to a new rate or tolerance without moving what is owed.
 
-    ``tat - now`` is a debt of slots at the old interval: at a new rate it is the same
-    number of slots at the new interval (a waiter held back by a slow rate goes as soon as
-    the new rate allows). A wider tolerance must not turn the lead into a burst, nor a
-    narrower one into a gap.
+    ``tat - now`` (after any pause) is a debt of slots at the old interval: at a new rate
+    it is the same number of slots at the new interval (a waiter held back by a slow rate
+    goes as soon as the new rate allows). A wider tolerance must not turn the lead into a
+    burst, nor a narrower one into a gap.
     """
     if state.interval and interval != state.interval:
-        debt = state.tat - state.tau - now
+        base = max(now, state.paused_until)  # a pause is time, not slots: never rescaled
+        debt = state.tat - state.tau - base
         if debt > 0:
-            state.tat = now + state.tau + debt * interval / state.interval
+            state.tat = base + state.tau + debt * interval / state.interval
     state.interval = interval
     if schedule.tau != state.tau:
         state.tat += schedule.tau - state.tau

@@ -1,0 +1,197 @@
+"""The learning policy, pure: ``step(control, observation, busy time)``, no event loop."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+from contractsdk._headers import RateLimitHints
+from contractsdk._ratelimit._control import (
+    BETA,
+    CUBIC_K,
+    FIRST_BETA,
+    K_MAX,
+    MIN_RATE,
+    PACING,
+    SLOW_START_DOUBLING,
+    SLOW_START_RATE,
+    Control,
+    Decision,
+    Observation,
+    grow,
+    initial,
+    said_pause,
+    step,
+)
+
+MAX_PAUSE = 60.0
+
+
+def decide(
+    control: Control, observation: Observation, now: float = 10.0, **kwargs: object
+) -> Decision:
+    options: dict[str, object] = {"ceiling": None, "adaptive": True, "max_pause": MAX_PAUSE}
+    options.update(kwargs)
+    return step(control, observation, now, **options)  # type: ignore[arg-type]  # checked above
+
+
+def cubic(w_max: float = 100.0, t_fail: float = 0.0) -> Control:
+    return Control(
+        rate=w_max * BETA, phase="cubic", w_max=w_max, t_fail=t_fail, k=CUBIC_K, stamp=t_fail
+    )
+
+
+def test_initial_states() -> None:
+    """A known limit is paced under it; an unknown one slow-starts, or is not paced at all."""
+    assert initial(100.0, adaptive=True, now=0.0) == Control(rate=99.0, phase="paced")
+    assert initial(None, adaptive=True, now=0.0).rate == SLOW_START_RATE
+    assert initial(None, adaptive=False, now=0.0).rate is None
+
+
+def test_slow_start_doubles_per_busy_period_only_when_backlogged() -> None:
+    """It doubles every SLOW_START_DOUBLING busy seconds, and only while fully used."""
+    control = initial(None, adaptive=True, now=0.0)
+    doubled = grow(control, ceiling=None, sent=0.0, backlogged=True, now=SLOW_START_DOUBLING)
+    assert doubled.rate == pytest.approx(2 * SLOW_START_RATE)
+    idle = grow(control, ceiling=None, sent=0.0, backlogged=False, now=SLOW_START_DOUBLING)
+    assert idle.rate == SLOW_START_RATE
+
+
+def test_a_fresh_429_leaving_the_slow_start_cuts_by_first_beta() -> None:
+    """Leaving the slow start: W is the rate in use, the rate 0.7 W, a new epoch."""
+    control = Control(rate=200.0, phase="slow")
+    decision = decide(control, Observation(status=429, backlogged=True))
+    assert decision.control.phase == "cubic"
+    assert decision.control.rate == pytest.approx(200 * FIRST_BETA)
+    assert decision.control.epoch == 1
+
+
+def test_w_is_the_admitted_rate_of_an_old_epoch() -> None:
+    """Under steady overload every server admits its limit: W is the admitted rate."""
+    control = cubic(w_max=120.0)
+    control = attrs.evolve(control, rate=130.0)
+    observation = Observation(
+        status=429, backlogged=True, epoch_age=2.0, answered=260, admitted=200
+    )
+    decision = decide(control, observation)
+    assert decision.control.w_max == pytest.approx(100.0)
+    assert decision.control.rate == pytest.approx(90.0)
+
+
+def test_w_never_exceeds_a_limit_the_server_named() -> None:
+    """With X-RateLimit-Limit, W is at most that: a pause's refill hides the overshoot."""
+    control = attrs.evolve(cubic(), rate=127.0)
+    observation = Observation(
+        status=429, backlogged=True, epoch_age=1.5, answered=98, admitted=97, hint=100.0
+    )
+    assert decide(control, observation).control.w_max == pytest.approx(100.0)
+
+
+def test_an_echo_changes_nothing_but_the_pause() -> None:
+    """A 429 for a request granted before the last decrease is not a new signal."""
+    control = cubic()
+    decision = decide(control, Observation(status=429, fresh=False))
+    assert decision.control == control
+    assert decision.pause > 0
+
+
+def test_the_same_w_found_again_lengthens_the_probe() -> None:
+    """K doubles (to K_MAX) each time a decrease finds W where the last one did."""
+    control = attrs.evolve(cubic(w_max=100.0), rate=100.0)
+    observation = Observation(status=429, backlogged=True, epoch_age=5, answered=500, admitted=500)
+    for expected in (2 * CUBIC_K, 4 * CUBIC_K, K_MAX, K_MAX):
+        control = attrs.evolve(decide(control, observation).control, rate=100.0)
+        assert control.k_base == expected
+
+
+def test_cubic_climbs_back_to_w_in_k_then_probes_above() -> None:
+    """The curve is back at W after K busy seconds, and above it later."""
+    control = cubic(w_max=100.0)
+    at_k = grow(control, ceiling=None, sent=100.0, backlogged=True, now=CUBIC_K)
+    assert at_k.rate == pytest.approx(100.0)
+    later = grow(control, ceiling=None, sent=100.0, backlogged=True, now=3 * CUBIC_K)
+    assert later.rate is not None and later.rate > 100.0
+
+
+def test_rate_stays_between_min_rate_and_the_ceiling() -> None:
+    """However many 429s, the rate is at least MIN_RATE and at most 0.99 x the ceiling."""
+    control = initial(50.0, adaptive=True, now=0.0)
+    for now in range(200):
+        control = decide(
+            control, Observation(status=429, backlogged=True), now=float(now), ceiling=50.0
+        ).control
+        assert control.rate is not None and MIN_RATE <= control.rate <= 50 * PACING
+    for now in range(200, 400):
+        control = grow(control, ceiling=50.0, sent=1e6, backlogged=True, now=float(now))
+        assert control.rate is not None and control.rate <= 50 * PACING
+
+
+def test_remaining_zero_on_a_success_never_lowers_the_rate() -> None:
+    """Remaining 0 is a hint: it empties the bucket and plateaus, never decreases."""
+    exhausted = Observation(status=200, hints=RateLimitHints(remaining=0.0, reset=1.0))
+    for control in (initial(5.0, adaptive=True, now=0.0), Control(rate=80.0, phase="slow")):
+        decision = decide(control, exhausted)
+        assert decision.control.rate == control.rate
+        assert decision.tokens == 0.0
+        assert decision.pause == 0.0
+
+
+def test_a_limit_in_the_headers_ends_the_slow_start_there() -> None:
+    """X-RateLimit-Limit (per the longest reset) is where the slow start jumps."""
+    decision = decide(Control(rate=20.0, phase="slow"), Observation(status=200, hint=400.0))
+    assert decision.control.rate == pytest.approx(400 * PACING)
+    assert decision.control.phase == "cubic"
+
+
+@pytest.mark.parametrize(
+    ("hints", "status", "expected"),
+    [
+        (RateLimitHints(retry_after=5.0), 429, 5.0),
+        (RateLimitHints(retry_after=5.0), 503, 5.0),
+        (RateLimitHints(retry_after=5.0), 200, None),
+        (RateLimitHints(retry_after=1e9), 429, MAX_PAUSE),
+        (RateLimitHints(remaining=0.0, reset=3.0), 429, 3.0),
+        (RateLimitHints(remaining=0.0, reset=1e7), 429, MAX_PAUSE),
+        (RateLimitHints(remaining=0.0, reset=3.0), 200, None),
+        (RateLimitHints(), 429, None),
+    ],
+)
+def test_pauses_the_server_asked_for_are_cut_to_max_pause(
+    hints: RateLimitHints, status: int, expected: float | None
+) -> None:
+    """Retry-After or an empty counter's reset, never longer than max_pause."""
+    observation = Observation(status=status, hints=hints)
+    assert said_pause(observation, max_pause=MAX_PAUSE) == expected
+
+
+def test_a_bare_429_pauses_one_interval_of_the_lowered_rate() -> None:
+    """No Retry-After: one interval of the new rate, so the queue does not pile in."""
+    decision = decide(initial(100.0, adaptive=True, now=0.0), Observation(status=429))
+    assert decision.control.rate is not None
+    assert decision.pause == pytest.approx(1 / decision.control.rate)
+
+
+def test_not_adaptive_keeps_the_rate() -> None:
+    """adaptive=False: the rate never moves; the server's pauses still apply."""
+    control = initial(100.0, adaptive=False, now=0.0)
+    decision = decide(
+        control, Observation(status=429, hints=RateLimitHints(retry_after=2.0)), adaptive=False
+    )
+    assert decision.control == control
+    assert decision.pause == 2.0
+
+
+@pytest.mark.parametrize("status", [200, 201, 204, 404, 429, 500, 503])
+@pytest.mark.parametrize("phase", ["paced", "slow", "cubic"])
+def test_step_is_total(status: int, phase: str) -> None:
+    """Any answer in any phase gives a decision within the invariants."""
+    control = Control(rate=50.0, phase=phase, w_max=60.0, k=CUBIC_K)  # type: ignore[arg-type]  # phases as strings
+    for hints in (
+        RateLimitHints(),
+        RateLimitHints(retry_after=1e12, remaining=0.0, reset=1e12),
+        RateLimitHints(limit=1e9, remaining=1e9),
+    ):
+        decision = decide(control, Observation(status=status, hints=hints, epoch_age=9.0))
+        assert 0.0 <= decision.pause <= MAX_PAUSE
+        rate = decision.control.rate
+        assert rate is not None and rate >= MIN_RATE
