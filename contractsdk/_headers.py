@@ -12,7 +12,13 @@ import attrs
 
 from ._http import Headers
 
-__all__ = ["RateLimitHints", "parse_rate_limit_headers", "parse_retry_after", "request_id"]
+__all__ = [
+    "RateLimitHints",
+    "has_rate_limit_headers",
+    "parse_rate_limit_headers",
+    "parse_retry_after",
+    "request_id",
+]
 
 #: Headers a service may use to name the request, checked in order.
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-correlation-id", "x-amzn-requestid")
@@ -221,6 +227,13 @@ _RATE_LIMIT_HEADERS: Final = frozenset(
 )
 
 
+def has_rate_limit_headers(headers: Mapping[str, str]) -> bool:
+    """Whether a response carries any header :func:`parse_rate_limit_headers` reads."""
+    if isinstance(headers, Headers):
+        return headers.has_any(_RATE_LIMIT_HEADERS)
+    return not _RATE_LIMIT_HEADERS.isdisjoint(map(str.lower, headers))
+
+
 def parse_rate_limit_headers(headers: Mapping[str, str], *, now: float) -> RateLimitHints:
     """Read every rate-limit header a response may carry; ignore unreadable values.
 
@@ -235,11 +248,7 @@ def parse_rate_limit_headers(headers: Mapping[str, str], *, now: float) -> RateL
         headers: The response headers (a plain dict is read case-insensitively too).
         now: The wall-clock time (``time.time()``), for HTTP dates and epochs.
     """
-    if (
-        not headers.has_any(_RATE_LIMIT_HEADERS)
-        if isinstance(headers, Headers)
-        else _RATE_LIMIT_HEADERS.isdisjoint(map(str.lower, headers))
-    ):
+    if not has_rate_limit_headers(headers):
         return _NO_HINTS  # the usual case: one pass over the names, no lookups
     if not isinstance(headers, Headers):
         headers = Headers(headers)

@@ -41,7 +41,12 @@ from collections.abc import Awaitable, Callable, Mapping
 import attrs
 
 from contractsdk._exceptions import RateLimiterTimeoutError
-from contractsdk._headers import _NO_HINTS, RateLimitHints, parse_rate_limit_headers
+from contractsdk._headers import (
+    _NO_HINTS,
+    RateLimitHints,
+    has_rate_limit_headers,
+    parse_rate_limit_headers,
+)
 
 from . import _control
 from ._control import Control, Observation
@@ -497,7 +502,11 @@ class RateLimiter:
         known limit, teaches nothing, and the client's hot path stops here.
         """
         queue = self._queues[grant.bucket]
-        hints = parse_rate_limit_headers(headers, now=self._wall_clock())
+        hints = (
+            parse_rate_limit_headers(headers, now=self._wall_clock())
+            if has_rate_limit_headers(headers)
+            else _NO_HINTS
+        )
         throttled = status_code == 429
         if grant.epoch == queue.epoch:
             queue.answered += 1

@@ -285,16 +285,22 @@ class LocalStore:
     ) -> Slot | float:
         """Reserve synchronously (see :meth:`Store.reserve`)."""
         state = self._buckets[bucket]
-        busy = self.advance(bucket, schedule.rate, now)
-        start = max(now, state.paused_until)
         rate = schedule.rate
+        busy = state.busy
+        gap = now - state.seen
+        if gap > 0:  # advance(), inlined: this is every request's path
+            busy += min(gap, max(IDLE_GAP, 2 / rate) if rate else IDLE_GAP)
+            state.busy, state.seen = busy, now
+        paused_until = state.paused_until
+        start = now if now > paused_until else paused_until
         interval = 0.0
         if rate is None:
             wait = start - now
             backlogged = False
         else:
             interval = 1 / rate
-            _rebase(state, schedule, interval, now)
+            if interval != state.interval or schedule.tau != state.tau:
+                _rebase(state, schedule, interval, now)
             tat = state.tat
             if now - state.last_grant > interval + LATENESS:  # idle: refill only to the burst
                 tat = max(tat, now + schedule.tau - (schedule.burst - 1) * interval)
