@@ -151,6 +151,8 @@ class Observation:
         answered: Answers to requests granted in the current epoch, this one included.
         admitted: How many of those were not 429.
         admitted_rate: Answers that were not 429, per busy second, lately.
+        scale: How many processes share the bucket, for ``admitted`` to stand for all of
+            them (1 alone).
         epoch_age: Busy seconds since the current epoch began.
         hint: The rate the server's headers suggest (``Limit`` over its window), if any.
         phase_slow: Set by the controller itself (the observation arrived in slow start).
@@ -164,6 +166,7 @@ class Observation:
     answered: int = 0
     admitted: int = 0
     admitted_rate: float = 0.0
+    scale: float = 1.0
     epoch_age: float = math.inf
     hint: float | None = None
     phase_slow: bool = False
@@ -242,7 +245,7 @@ def _measured_w(rate: float, observation: Observation) -> float | None:
     age = observation.epoch_age
     if age < MIN_EPOCH or observation.answered < MIN_ANSWERS:
         return rate  # too young to measure: a plain multiplicative decrease
-    admitted = observation.admitted / age
+    admitted = observation.admitted * observation.scale / age
     share = rate * observation.admitted / observation.answered
     measured = min(rate, max(admitted, share))
     if observation.hint is not None:

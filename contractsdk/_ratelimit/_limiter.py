@@ -555,6 +555,7 @@ class RateLimiter:
         observation = Observation(
             status=status_code,
             admitted_rate=queue.admitted_meter.rate(busy),
+            scale=float(store.live) if store.shared else 1.0,
             epoch_age=busy - queue.epoch_start,
             hint=None if hints.limit is None else hints.limit / queue.max_reset,
             hints=hints,

@@ -118,6 +118,11 @@ class Store(Protocol):
         ...
 
     @property
+    def live(self) -> int:
+        """How many clients used the buckets lately (1 for this process alone)."""
+        ...
+
+    @property
     def synchronous(self) -> bool:
         """Whether :meth:`reserve` completes without suspending.
 
@@ -259,6 +264,7 @@ class LocalStore:
 
     shared = False
     synchronous = True
+    live = 1
 
     def __init__(self, clock: Callable[[], float], initial: dict[BucketName, Control]) -> None:
         self._clock = clock
