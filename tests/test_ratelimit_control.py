@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contractsdk._headers import RateLimitHints
 from contractsdk._ratelimit._control import (
@@ -195,3 +199,65 @@ def test_step_is_total(status: int, phase: str) -> None:
         assert 0.0 <= decision.pause <= MAX_PAUSE
         rate = decision.control.rate
         assert rate is not None and rate >= MIN_RATE
+
+
+# --------------------------------------------------------------------------------------
+# Properties: any sequence of answers keeps the invariants (Hypothesis)
+
+hints_strategy = st.builds(
+    RateLimitHints,
+    retry_after=st.none() | st.floats(0, 1e15),
+    limit=st.none() | st.floats(0, 1e9),
+    window=st.none() | st.floats(0, 1e7),
+    remaining=st.none() | st.floats(0, 1e9),
+    reset=st.none() | st.floats(0, 1e15),
+)
+observation_strategy = st.builds(
+    Observation,
+    status=st.sampled_from([200, 201, 204, 400, 404, 429, 429, 429, 500, 503]),
+    hints=hints_strategy,
+    fresh=st.booleans(),
+    sent=st.floats(0, 1e6),
+    answered=st.integers(0, 10_000),
+    admitted=st.integers(0, 10_000),
+    scale=st.floats(1, 64),
+    epoch_age=st.floats(0, 1e4),
+    hint=st.none() | st.floats(1e-3, 1e6),
+    backlogged=st.booleans(),
+)
+
+
+@given(
+    ceiling=st.none() | st.floats(0.01, 1e5),
+    adaptive=st.booleans(),
+    steps=st.lists(st.tuples(observation_strategy, st.floats(0, 10)), max_size=60),
+)
+@settings(max_examples=300, deadline=None)
+def test_any_sequence_of_answers_keeps_the_invariants(
+    ceiling: float | None, adaptive: bool, steps: list[tuple[Observation, float]]
+) -> None:
+    """Rate within [MIN_RATE, ceiling x PACING] (or None), pause within [0, max_pause]."""
+    now = 0.0
+    control = initial(ceiling, adaptive=adaptive, now=now)
+    for observation, elapsed in steps:
+        now += elapsed
+        observation = attrs.evolve(
+            observation, admitted=min(observation.admitted, observation.answered)
+        )
+        epoch = control.epoch
+        decision = step(
+            control, observation, now, ceiling=ceiling, adaptive=adaptive, max_pause=MAX_PAUSE
+        )
+        assert 0.0 <= decision.pause <= MAX_PAUSE
+        control = decision.control
+        assert control.epoch in (epoch, epoch + 1)
+        if control.epoch != epoch:
+            assert observation.throttled and observation.fresh
+        rate = control.rate
+        if ceiling is None and not adaptive:
+            assert rate is None
+            continue
+        assert rate is not None and math.isfinite(rate)
+        if ceiling is not None:
+            assert rate <= ceiling * PACING * (1 + 1e-9)
+        assert rate >= min(MIN_RATE, ceiling * PACING if ceiling else MIN_RATE) * (1 - 1e-9)

@@ -1,0 +1,70 @@
+"""The in-memory GCRA schedule (``LocalStore``), pure: slots never break the rate."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contractsdk._ratelimit import Control, LocalStore, Schedule, Slot
+from contractsdk._ratelimit._control import PACING
+
+
+def store_at(now: list[float]) -> LocalStore:
+    return LocalStore(lambda: now[0], {"write": Control(rate=10.0, phase="paced")})
+
+
+@given(
+    rate=st.floats(0.5, 2000),
+    burst=st.integers(1, 50),
+    gaps=st.lists(st.floats(0, 2), min_size=1, max_size=80),
+    releases=st.lists(st.booleans(), max_size=80),
+)
+@settings(max_examples=300, deadline=None)
+def test_slots_never_exceed_burst_plus_rate(
+    rate: float, burst: int, gaps: list[float], releases: list[bool]
+) -> None:
+    """In any window of t seconds at most burst + 1 + rate x t slots fall (releases too)."""
+    now = [1000.0]
+    store = store_at(now)
+    tau = (burst - 1 + (1 - PACING)) / rate
+    schedule = Schedule(rate=rate, tau=tau, burst=float(burst))
+    slots: list[float] = []
+    for gap, release in itertools.zip_longest(gaps, releases, fillvalue=False):
+        now[0] += gap or 0.0
+        slot = store.take("write", schedule, now[0], max_wait=None)
+        assert isinstance(slot, Slot)
+        if release:
+            store.give_back("write", slot)
+        else:
+            slots.append(now[0] + slot.wait)
+    slots.sort()
+    for i, j in itertools.combinations(range(len(slots)), 2):
+        window = slots[j] - slots[i]
+        assert j - i + 1 <= burst + 1 + rate * window * (1 + 1e-9) + 1e-6
+
+
+def test_a_new_bucket_holds_one_request_then_earns_its_burst() -> None:
+    """Alone, a new client cannot know the server's bucket is full: one at once, then paced."""
+    now = [1000.0]
+    store = store_at(now)
+    schedule = Schedule(rate=10.0, tau=4.0 / 10, burst=5.0)
+    waits = [store.take("write", schedule, now[0], max_wait=None) for _ in range(3)]
+    assert [slot.wait for slot in waits if isinstance(slot, Slot)] == pytest.approx([0, 0.1, 0.2])
+    now[0] += 60
+    later = [store.take("write", schedule, now[0], max_wait=None) for _ in range(6)]
+    assert [round(slot.wait, 9) for slot in later if isinstance(slot, Slot)] == [0.0] * 5 + [0.1]
+
+
+def test_a_refused_reservation_changes_nothing() -> None:
+    """max_wait exceeded: the wait comes back and the schedule is as it was."""
+    now = [1000.0]
+    store = store_at(now)
+    schedule = Schedule(rate=10.0, tau=0.001, burst=1.0)
+    store.take("write", schedule, now[0], max_wait=None)
+    assert store.take("write", schedule, now[0], max_wait=0.0) == pytest.approx(0.1)
+    slot = store.take("write", schedule, now[0], max_wait=None)
+    assert isinstance(slot, Slot)
+    assert slot.wait == pytest.approx(0.1)
