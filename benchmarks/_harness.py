@@ -4,6 +4,11 @@ The emulator runs in a separate process (``python -m contractsdk.sandbox``) so t
 ``time.process_time()`` in the benchmark process measures the client alone. Its admin API
 (``/__sandbox/``) resets it between rows, changes its limits and reads its counters; those
 calls are synchronous and made between measurements, never inside one.
+
+Servers that are not the emulator (``_servers.py``) and the Redis of ``_procs.py`` share
+the process plumbing here: :class:`ProcessContext`, :func:`stop_process`,
+:func:`process_cpu_seconds`, :func:`free_port`, :func:`http_json`, and the
+:class:`Server` protocol every benchmark server follows.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ import asyncio
 import json
 import os
 import platform
+import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -23,7 +30,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import aiohttp
 
@@ -31,11 +38,19 @@ __all__ = [
     "Drive",
     "Emulator",
     "NDA_VALUES",
+    "ProcessContext",
+    "Server",
     "Target",
     "drive",
     "environment_line",
+    "executable",
+    "free_port",
+    "http_json",
     "median",
+    "process_cpu_seconds",
+    "stop_process",
     "table",
+    "wait_for_port",
     "wakeup_cpu",
 ]
 
@@ -77,7 +92,147 @@ class Target:
         return {**NDA_VALUES, "contract_name": f"{NDA_VALUES['contract_name']} {i}"}
 
 
-class Emulator:
+# --------------------------------------------------------------------------------------
+# Processes: servers, Redis and client workers, always stopped
+
+
+def executable(name: str, *elsewhere: str) -> str | None:
+    """The path of a program on PATH, or of the first of ``elsewhere`` that exists, or None."""
+    return shutil.which(name) or next((path for path in elsewhere if os.path.exists(path)), None)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free now (for servers that cannot be told port 0)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_for_port(
+    port: int, process: subprocess.Popen[Any], timeout: float = START_TIMEOUT
+) -> None:
+    """Wait until something listens on 127.0.0.1:``port``; raise if the process exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args!r} exited with status {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.02)
+    raise RuntimeError(f"{process.args!r} did not listen on port {port} in {timeout:g} s")
+
+
+def stop_process(
+    process: subprocess.Popen[Any] | None, *, signal: int | None = None, timeout: float = 10.0
+) -> None:
+    """Stop a process (SIGTERM or ``signal``, then SIGKILL after ``timeout``) and reap it."""
+    if process is None:
+        return
+    if process.poll() is None:
+        if signal is None:
+            process.terminate()
+        else:
+            process.send_signal(signal)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    for stream in (process.stdin, process.stdout, process.stderr):
+        if stream is not None:
+            stream.close()
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """CPU time a live process has used so far (Linux ``/proc``), or None elsewhere."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    # Fields 14 and 15 of proc(5), utime and stime; the split above starts at field 3.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def http_json(method: str, url: str, body: object = None, *, token: str | None = None) -> Any:
+    """A synchronous JSON call (between measurements only); return the decoded answer."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method)
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.load(response)
+
+
+_Context = TypeVar("_Context", bound="ProcessContext")
+
+
+class ProcessContext:
+    """A context manager around ``start()`` and ``stop()``: stopped however the block ends."""
+
+    def start(self) -> None:
+        """Start the process(es)."""
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """Stop them; safe to call twice."""
+        raise NotImplementedError
+
+    def __enter__(self: _Context) -> _Context:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class Server(Protocol):
+    """What a benchmark needs of a rate-limited server: the emulator or ``_servers.py``'s.
+
+    ``counters()`` has at least ``requests`` (every API request), ``rate_limited`` (those
+    answered 429) and a count of contracts created (``created``, or the emulator's
+    ``contracts_created``).
+    """
+
+    url: str
+
+    @property
+    def api_key(self) -> str:
+        """A credential: the rate-limit principal."""
+        ...
+
+    def reset(self) -> None:
+        """Forget every bucket and counter."""
+        ...
+
+    def counters(self) -> dict[str, Any]:
+        """The server's counters since the last reset."""
+        ...
+
+    def cpu_seconds(self) -> float | None:
+        """CPU the server has used so far, or None when unknown."""
+        ...
+
+    def target(self) -> Target:
+        """The user, team and template contracts are created with."""
+        ...
+
+
+class Emulator(ProcessContext):
     """``python -m contractsdk.sandbox`` in a subprocess, and its admin API.
 
     Use it as a context manager; it is stopped (SIGTERM, then SIGKILL) on exit.
@@ -126,18 +281,6 @@ class Emulator:
 
     # -- lifecycle ---------------------------------------------------------------------
 
-    def __enter__(self) -> Emulator:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
-
     def start(self) -> None:
         """Start the process and read its URL and credentials from its banner."""
         self._process = process = subprocess.Popen(
@@ -175,15 +318,7 @@ class Emulator:
     def stop(self) -> None:
         """Stop the process (it exits on SIGTERM)."""
         process, self._process = self._process, None
-        if process is not None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            if process.stdout is not None:
-                process.stdout.close()
+        stop_process(process)
         self._stderr.close()
 
     def _stderr_text(self) -> str:
@@ -204,13 +339,7 @@ class Emulator:
     # -- HTTP, synchronous: only between measurements ----------------------------------
 
     def _call(self, method: str, path: str, body: object = None, *, token: str) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.url + path, data=data, method=method)
-        request.add_header("Authorization", f"Bearer {token}")
-        if data is not None:
-            request.add_header("Content-Type", "application/json")
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return json.load(response)
+        return http_json(method, self.url + path, body, token=token)
 
     def admin(self, method: str, path: str, body: object = None) -> Any:
         """Call ``/__sandbox/{path}`` with the admin token and return its JSON answer."""
@@ -274,13 +403,7 @@ class Emulator:
 
     def cpu_seconds(self) -> float | None:
         """CPU time the emulator has used so far (Linux ``/proc``), or None elsewhere."""
-        try:
-            with open(f"/proc/{self.pid}/stat", encoding="ascii") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            return None
-        # Fields 14 and 15 of proc(5), utime and stime; the split above starts at field 3.
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return process_cpu_seconds(self.pid)
 
 
 # --------------------------------------------------------------------------------------

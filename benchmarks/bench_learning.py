@@ -1,0 +1,376 @@
+"""One process learning an unknown limit, against servers that limit in different ways.
+
+One contractsdk client (its own process, ``_procs.py``; 32 tasks) creates contracts for D
+seconds against a server of ``_servers.py`` limiting its key to R writes/s, or nginx's
+``limit_req``. The rows:
+
+* ``RateLimits()`` (the limit unknown, learnt) for R in (25, 100, 1000) × the servers:
+  token bucket with ``X-RateLimit-*`` headers (millisecond ``Retry-After``); the same
+  without any header; a fixed window of one second (a whole second's quota at once, then
+  ``Retry-After`` rounded up to a second), with headers and without; a sliding log (R in
+  any trailing second, with headers); nginx's GCRA re-implemented (bare 429s, no headers
+  at all); nginx itself. ``--kinds`` picks others (IETF ``RateLimit`` headers …).
+* ``RateLimits(write=R, burst=B)`` (told the truth) against each server at R = 100.
+* Idle then busy: busy D1 s, idle 2 s, busy D2 s, told R = 100, B = 20, against a token
+  bucket at 100/s, B = 20 (told right), and against one really at 50/s (told wrong).
+
+How to read the table: ``÷R whole`` is successes ÷ seconds from the first request to the
+last answer ÷ R, R being the server's real limit (slightly above 1 for short runs: the
+server's bucket starts full); ``÷R steady`` the same over the last half of the run, or
+for idle-then-busy over the second busy phase only; ``429 share`` the server's 429s ÷ its
+requests over the whole run (idle-then-busy: and, from the client's own counts, over the
+second phase); ``settle s`` the seconds until the client's own write rate
+(``client.rate_limits.write.rate``, sampled every 0.1 s) enters, and stays within, 5 % of
+R (``-`` when it never does by the end). Targets: learnt: steady ≥ 0.95 R and ≤ 1 % 429s
+over the whole run; told: ≥ 0.97 R and ≤ 0.5 % 429s; idle-then-busy, second phase: told
+right ≥ 0.97 R and ≤ 0.5 %, told wrong ≥ 0.90 R and ≤ 2 %. Under the table, each row's
+successes per second and the client's own write rate, every 0.5 s from the start.
+
+Figures are printed, never asserted: the machine is shared and noisy. ``--quick`` runs a
+subset in about a minute; ``--plot PATH`` draws the rates over time (needs matplotlib).
+
+Run ``python -m benchmarks learning --help`` for the options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchmarks._harness import Server, environment_line, table
+from benchmarks._procs import (
+    SAMPLE,
+    STEP,
+    Measured,
+    WorkerSpec,
+    measure,
+    rate_line,
+    settle_time,
+    verdict,
+)
+from benchmarks._servers import Limits, LimitServer, NginxServer, nginx_binary
+
+#: The servers, by name: ``_servers.py``'s algorithm and headers (rate and burst are set
+#: per row), or None for nginx.
+KINDS: dict[str, tuple[str, str] | None] = {
+    "token-bucket/x": ("token-bucket", "x"),
+    "token-bucket/none": ("token-bucket", "none"),
+    "token-bucket/ietf": ("token-bucket", "ietf"),
+    "fixed-window/x": ("fixed-window", "x"),
+    "fixed-window/none": ("fixed-window", "none"),
+    "sliding-log/x": ("sliding-log", "x"),
+    "sliding-log/none": ("sliding-log", "none"),
+    "gcra/bare": ("gcra", "none"),
+    "nginx": None,
+}
+DEFAULT_KINDS = (
+    "token-bucket/x",
+    "token-bucket/none",
+    "fixed-window/x",
+    "fixed-window/none",
+    "sliding-log/x",
+    "gcra/bare",
+    "nginx",
+)
+QUICK_KINDS = ("token-bucket/x", "token-bucket/none", "fixed-window/none", "gcra/bare", "nginx")
+#: Least ÷R and most 429 share, by the kind of row.
+TARGETS = {
+    "learnt": (0.95, 0.01),
+    "told": (0.97, 0.005),
+    "idle, told right": (0.97, 0.005),
+    "idle, told wrong": (0.90, 0.02),
+}
+IDLE = 2.0
+
+
+@dataclass(frozen=True)
+class Case:
+    """One row: a server, what the client is told, and for how long."""
+
+    kind: str
+    rate: float  # the server's real limit
+    burst: int
+    phases: tuple[float, ...]
+    told: tuple[float, int | None] | None  # RateLimits(write, burst), or None: learn
+    target: str
+
+    @property
+    def name(self) -> str:
+        if self.told is None:
+            client = "RateLimits()"
+        else:
+            write, burst = self.told
+            client = f"told {write:g}" + ("" if burst is None else f", B={burst}")
+        idle = "idle-then-busy, " if len(self.phases) > 1 else ""
+        return f"{idle}{client}"
+
+
+@dataclass
+class Outcome:
+    """A row's figures."""
+
+    case: Case
+    result: Measured
+    whole: float = 0.0
+    steady: float = 0.0
+    share_429: float = 0.0
+    second_429: float | None = None
+    settle: float | None = None
+    series: list[int] = field(default_factory=list)
+    rates: list[list[float]] = field(default_factory=list)
+
+
+def _cases(args: argparse.Namespace) -> list[Case]:
+    d = args.duration
+    cases = [
+        Case(kind, rate, args.burst, (d,), None, "learnt")
+        for rate in args.rates
+        for kind in args.kinds
+    ]
+    cases += [
+        Case(kind, 100.0, args.burst, (d,), (100.0, args.burst), "told") for kind in args.told_kinds
+    ]
+    busy = (args.busy, IDLE, args.busy)
+    if not args.quick:
+        cases.append(Case("token-bucket/x", 100.0, 20, busy, (100.0, 20), "idle, told right"))
+    cases.append(Case("token-bucket/x", 50.0, 20, busy, (100.0, None), "idle, told wrong"))
+    return cases
+
+
+def _steady(case: Case, result: Measured) -> tuple[float, float | None]:
+    """÷R over the last half (or the second busy phase), and that phase's 429 share."""
+    worker = result.fleet.workers[0]
+    if len(worker.phases) > 1:
+        phase = worker.phases[-1]
+        seconds = phase.last - phase.start
+        share = phase.throttled / phase.requests if phase.requests else 0.0
+        return (phase.ok / seconds / case.rate if seconds > 0 else 0.0), share
+    duration = case.phases[0]
+    first, end = math.ceil(duration / 2 / STEP), math.floor(duration / STEP)
+    seconds = (end - first) * STEP
+    ok = sum(worker.series[first:end])
+    return (ok / seconds / case.rate if seconds > 0 else 0.0), None
+
+
+def _run_case(case: Case, server: Server, concurrency: int) -> Outcome:
+    spec = WorkerSpec(
+        kind="sdk",
+        url=server.url,
+        api_key=server.api_key,
+        target=server.target(),
+        concurrency=concurrency,
+        phases=case.phases,
+        write=None if case.told is None else case.told[0],
+        burst=None if case.told is None else case.told[1],
+    )
+    result = measure(server, [spec])
+    outcome = Outcome(case, result)
+    if result.fleet.skipped:
+        return outcome
+    worker = result.fleet.workers[0]
+    outcome.whole = result.fleet.rate / case.rate
+    outcome.steady, outcome.second_429 = _steady(case, result)
+    outcome.share_429 = result.share_429
+    outcome.settle = settle_time(worker.rates, case.rate)
+    outcome.series = worker.series
+    outcome.rates = worker.rates
+    return outcome
+
+
+def _line(outcome: Outcome) -> list[str]:
+    case = outcome.case
+    share = f"{outcome.share_429:.1%}"
+    if outcome.second_429 is not None:
+        share += f" (2nd {outcome.second_429:.1%})"
+    low, most = TARGETS[case.target]
+    if case.target == "learnt":
+        checks = [(f"steady≥{low:.2f}", outcome.steady >= low)]
+        checks.append((f"≤{most:.0%}", outcome.share_429 <= most))
+    elif case.target == "told":
+        checks = [
+            (f"≥{low:.2f}", outcome.whole >= low),
+            (f"≤{most:.1%}", outcome.share_429 <= most),
+        ]
+    else:
+        second = outcome.second_429 or 0.0
+        checks = [(f"2nd≥{low:.2f}", outcome.steady >= low), (f"2nd≤{most:.1%}", second <= most)]
+    checks.append(("0 fail", not outcome.result.fleet.errors))
+    return [
+        case.name,
+        _server_name(case),
+        f"{outcome.whole:.3f}",
+        f"{outcome.steady:.3f}",
+        share,
+        "-" if outcome.settle is None else f"{outcome.settle:.1f}",
+        verdict(checks),
+    ]
+
+
+def _server_name(case: Case) -> str:
+    windowed = case.kind.startswith(("fixed-window", "sliding-log"))
+    burst = "" if windowed else f" B={case.burst}"
+    return f"{case.kind} {case.rate:g}/s{burst}"
+
+
+def _every(rates: Sequence[Sequence[float]], step: float = STEP) -> list[float]:
+    """The client's rate samples thinned to one per ``step`` seconds."""
+    stride = max(1, round(step / SAMPLE))
+    return [rate for _, rate in rates[::stride]]
+
+
+class _Servers:
+    """One ``_servers.py`` process re-limited per row, and one nginx (if installed)."""
+
+    def __init__(self) -> None:
+        self.limit_server: LimitServer | None = None
+        self.nginx: NginxServer | None = None
+
+    def get(self, case: Case) -> Server | None:
+        """The server of a case, limited as it says; None when nginx is missing."""
+        kind = KINDS[case.kind]
+        if kind is None:
+            if nginx_binary() is None:
+                return None
+            if self.nginx is None:
+                self.nginx = NginxServer(rate=case.rate, burst=case.burst)
+                self.nginx.start()
+            else:
+                self.nginx.set_limits(rate=case.rate, burst=case.burst)
+            return self.nginx
+        algorithm, headers = kind
+        wanted = Limits(algorithm=algorithm, rate=case.rate, burst=case.burst, headers=headers)
+        if self.limit_server is None:
+            self.limit_server = LimitServer(wanted)
+            self.limit_server.start()
+        else:
+            self.limit_server.set_limits(wanted)
+        return self.limit_server
+
+    def stop(self) -> None:
+        for server in (self.limit_server, self.nginx):
+            if server is not None:
+                server.stop()
+
+
+def _plot(path: str, outcomes: Sequence[Outcome]) -> None:
+    try:  # optional, and untyped: imported by name
+        importlib.import_module("matplotlib").use("Agg")
+        plt: Any = importlib.import_module("matplotlib.pyplot")
+    except ImportError:
+        print(f"matplotlib is not installed: no chart written to {path}")
+        return
+    figure, axes = plt.subplots(figsize=(11, 6))
+    for outcome in outcomes:
+        xs = [(i + 0.5) * STEP for i in range(len(outcome.series))]
+        ys = [count / STEP / outcome.case.rate for count in outcome.series]
+        label = f"{outcome.case.name} vs {_server_name(outcome.case)}"
+        axes.plot(xs, ys, label=label, linewidth=1)
+    axes.set_xlabel("seconds from the start")
+    axes.set_ylabel("successes/s ÷ R")
+    axes.legend(fontsize="x-small", ncol=2)
+    figure.savefig(path, dpi=120)
+    print(f"chart written to {path}")
+
+
+def _kinds(text: str) -> list[str]:
+    kinds = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [kind for kind in kinds if kind not in KINDS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown server(s) {unknown}; known: {list(KINDS)}")
+    return kinds
+
+
+def _rates(text: str) -> list[float]:
+    return [float(part) for part in text.split(",") if part.strip()]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks learning", description=__doc__.partition("\n")[0]
+    )
+    parser.add_argument("--quick", action="store_true", help="a subset, about a minute")
+    parser.add_argument("--rates", type=_rates, help="R of the learnt rows (25,100,1000)")
+    parser.add_argument("--kinds", type=_kinds, help=f"servers of the learnt rows: {list(KINDS)}")
+    parser.add_argument("--told-kinds", type=_kinds, help="servers of the told rows")
+    parser.add_argument("--burst", type=int, default=20, help="the servers' burst B")
+    parser.add_argument("--duration", type=float, help="seconds per row (8; quick 5)")
+    parser.add_argument("--busy", type=float, help="seconds per busy phase of idle-then-busy")
+    parser.add_argument("--concurrency", type=int, default=32, help="the client's tasks")
+    parser.add_argument("--plot", metavar="PATH", help="write a PNG of the rates over time")
+    return parser
+
+
+def _defaults(args: argparse.Namespace) -> argparse.Namespace:
+    quick = args.quick
+    if args.rates is None:
+        args.rates = [100.0] if quick else [25.0, 100.0, 1000.0]
+    if args.kinds is None:
+        args.kinds = list(QUICK_KINDS if quick else DEFAULT_KINDS)
+    if args.told_kinds is None:
+        args.told_kinds = ["token-bucket/x", "gcra/bare"] if quick else list(DEFAULT_KINDS)
+    if args.duration is None:
+        args.duration = 5.0 if quick else 8.0
+    if args.busy is None:
+        args.busy = 3.0 if quick else 5.0
+    return args
+
+
+def run(argv: Sequence[str] = ()) -> None:
+    """Run the benchmark and print its table."""
+    args = _defaults(_parser().parse_args(list(argv)))
+    started = time.perf_counter()
+    print(f"# One process learning an unknown limit — {environment_line()}")
+    print()
+    print(
+        f"One contractsdk client, {args.concurrency} tasks, in its own process; "
+        f"{args.duration:g} s per row; idle-then-busy {args.busy:g} s, {IDLE:g} s idle, "
+        f"{args.busy:g} s. The servers' burst B = {args.burst} (fixed window and sliding "
+        "log: none, R per second)."
+    )
+    if nginx_binary() is None:
+        print("nginx is not installed: its rows are skipped.")
+    outcomes: list[Outcome] = []
+    lines: list[list[str]] = []
+    servers = _Servers()
+    try:
+        for case in _cases(args):
+            server = servers.get(case)
+            if server is None:
+                continue
+            outcome = _run_case(case, server, args.concurrency)
+            if outcome.result.fleet.skipped:
+                lines.append(
+                    [case.name, _server_name(case), f"skipped: {outcome.result.fleet.skipped}"]
+                )
+                continue
+            outcomes.append(outcome)
+            lines.append(_line(outcome))
+    finally:
+        servers.stop()
+    print()
+    print(
+        table(
+            ["client", "server", "÷R whole", "÷R steady", "429 share", "settle s", "target"],
+            lines,
+            left=2,
+        )
+    )
+    print()
+    print("Per row: successes/s every 0.5 s | the client's write rate every 0.5 s")
+    for number, outcome in enumerate(outcomes, 1):
+        rates = " ".join(f"{rate:.0f}" for rate in _every(outcome.rates))
+        print(f"{number:2}. {outcome.case.name} vs {_server_name(outcome.case)}")
+        print(f"    ok/s: {rate_line(outcome.series)}")
+        print(f"    rate: {rates}")
+        errors = outcome.result.fleet.errors
+        failed = ", ".join(f"{n} ×{c}" for n, c in errors.most_common())
+        print(f"    {outcome.result.cpu_note()}" + (f"; errors: {failed}" if failed else ""))
+    if args.plot:
+        _plot(args.plot, outcomes)
+    print()
+    print(f"ran in {time.perf_counter() - started:.0f} s")
