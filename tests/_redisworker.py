@@ -2,8 +2,10 @@
 
 Modes (each prints one JSON line on stdout and exits 0):
 
-* ``acquire REDIS_URL N RATE BURST``: take N write grants from a limiter sharing its
-  buckets through Redis; prints ``{"grants": [wall-clock times]}``.
+* ``acquire REDIS_URL N RATE BURST [PARTIES]``: take N write grants from a limiter sharing
+  its buckets through Redis, once PARTIES workers (default 1) are ready (a barrier in
+  Redis, so a worker slow to start does not run alone); prints
+  ``{"grants": [wall-clock times]}``.
 * ``token REDIS_URL BASE_URL CLIENT_ID CLIENT_SECRET USER_ID``: one ``users.get`` with OAuth
   client credentials sharing the token through Redis; prints ``{"ok": true}``.
 
@@ -18,19 +20,40 @@ import json
 import sys
 import time
 
+import redis.asyncio as aioredis
+
 from contractsdk import ClientCredentials, ContractClient, RateLimits
 from contractsdk._ratelimit import RateLimiter
 from contractsdk._ratelimit._redis import RedisStore
 from contractsdk._redis import SharedRedis
 
+BARRIER_TIMEOUT = 30.0
 
-async def acquire(url: str, count: int, rate: float, burst: int) -> dict[str, object]:
+
+async def barrier(url: str, parties: int) -> None:
+    """Wait until ``parties`` workers reached this point (bounded: BARRIER_TIMEOUT)."""
+    client = aioredis.Redis.from_url(url)
+    try:
+        await client.incr("test-workers:ready")
+        deadline = time.monotonic() + BARRIER_TIMEOUT
+        while int(await client.get("test-workers:ready") or 0) < parties:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{parties} workers never got ready")
+            await asyncio.sleep(0.01)
+    finally:
+        await client.aclose()
+
+
+async def acquire(
+    url: str, count: int, rate: float, burst: int, parties: int = 1
+) -> dict[str, object]:
     shared = SharedRedis(url, prefix="contractsdk:test-workers:")
     limiter = RateLimiter(
         RateLimits(write=rate, burst=burst),
         store=lambda initial: RedisStore(shared, initial),
     )
     grants: list[float] = []
+    await barrier(url, parties)
     try:
 
         async def one() -> None:
@@ -58,7 +81,8 @@ async def token(
 def main(argv: list[str]) -> int:
     mode, *args = argv
     if mode == "acquire":
-        result = asyncio.run(acquire(args[0], int(args[1]), float(args[2]), int(args[3])))
+        parties = int(args[4]) if len(args) > 4 else 1
+        result = asyncio.run(acquire(args[0], int(args[1]), float(args[2]), int(args[3]), parties))
     elif mode == "token":
         result = asyncio.run(token(args[0], args[1], args[2], args[3], int(args[4])))
     else:

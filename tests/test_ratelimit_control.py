@@ -19,6 +19,7 @@ from contractsdk._ratelimit._control import (
     PACING,
     SLOW_START_DOUBLING,
     SLOW_START_RATE,
+    STRIKE_WINDOW,
     Control,
     Decision,
     Observation,
@@ -145,6 +146,46 @@ def test_a_limit_in_the_headers_ends_the_slow_start_there() -> None:
     decision = decide(Control(rate=20.0, phase="slow"), Observation(status=200, hint=400.0))
     assert decision.control.rate == pytest.approx(400 * PACING)
     assert decision.control.phase == "cubic"
+
+
+def test_at_a_known_limit_a_lone_429_is_a_strike_not_a_decrease() -> None:
+    """The first fresh 429 at the told limit pauses and starts an epoch; the rate stays."""
+    told = initial(100.0, adaptive=True, now=0.0)
+    struck = decide(told, Observation(status=429), now=5.0, ceiling=100.0)
+    assert struck.control.rate == told.rate
+    assert struck.control.phase == "paced"
+    assert struck.control.epoch == told.epoch + 1  # its echoes are not fresh
+    assert struck.pause > 0
+
+
+def test_a_second_strike_within_the_window_decreases() -> None:
+    """Another fresh 429 within STRIKE_WINDOW: the limit really is lower than told."""
+    told = initial(100.0, adaptive=True, now=0.0)
+    struck = decide(told, Observation(status=429), now=5.0, ceiling=100.0).control
+    second = decide(struck, Observation(status=429), now=5.5, ceiling=100.0).control
+    assert second.rate is not None and told.rate is not None
+    assert second.rate < told.rate
+    assert second.phase == "cubic"
+    assert second.epoch == struck.epoch + 1
+
+
+def test_strikes_far_apart_never_lower_a_told_rate() -> None:
+    """A 429 now and then (once per STRIKE_WINDOW or rarer) is noise at a told limit."""
+    control = initial(100.0, adaptive=True, now=0.0)
+    for n in range(1, 6):
+        control = decide(
+            control, Observation(status=429), now=n * (STRIKE_WINDOW + 0.1), ceiling=100.0
+        ).control
+        assert control.rate == 100.0 * PACING
+
+
+def test_back_at_the_ceiling_a_lone_429_is_a_strike_again() -> None:
+    """After a decrease, the climb back to the told limit earns the benefit of the doubt."""
+    back = attrs.evolve(cubic(w_max=100.0), rate=100.0 * PACING)
+    struck = decide(back, Observation(status=429), now=20.0, ceiling=100.0).control
+    assert (struck.rate, struck.phase) == (100.0 * PACING, "paced")
+    below = decide(cubic(w_max=100.0), Observation(status=429), now=20.0, ceiling=100.0)
+    assert below.control.rate is not None and below.control.rate < 100.0 * BETA
 
 
 @pytest.mark.parametrize(

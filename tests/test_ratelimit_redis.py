@@ -9,6 +9,7 @@ behaviour needs (a test that hangs fails instead of stalling CI).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import sys
@@ -88,6 +89,7 @@ async def test_processes_share_one_bucket_in_turn(redis_server: RedisServer) -> 
             str(count),
             str(rate),
             "1",
+            "3",  # start together
             cwd=ROOT,
             stdout=asyncio.subprocess.PIPE,
         )
@@ -101,20 +103,26 @@ async def test_processes_share_one_bucket_in_turn(redis_server: RedisServer) -> 
     span = merged[-1][0] - merged[0][0]
     assert span >= (3 * count - 1) / rate * 0.9  # one rate for all three
     # Each holds one reservation at a time: while all three are busy they take turns.
-    busy = [index for when, index in merged if when <= min(times[-1] for times in grants)]
-    tail = busy[len(busy) // 3 :]
-    assert {0, 1, 2} <= set(tail[: len(tail) // 2])
+    start = max(times[0] for times in grants)
+    end = min(times[-1] for times in grants)
+    busy = [index for when, index in merged if start <= when <= end]
+    assert len(busy) >= count
+    runs = [len(list(run)) for _, run in itertools.groupby(busy)]
+    assert max(runs) <= 2
 
 
 async def test_a_fresh_shared_bucket_grants_the_known_burst(
     redis_server: RedisServer, limiters: list[RateLimiter]
 ) -> None:
-    """Nobody used the credential for a TTL: the server's bucket is full, and so is ours."""
+    """Nobody used the credential for a TTL: the server's bucket is full, and so is ours.
+
+    Full less the idle margin: 5 - 1 - 0.1 = 3.9, so four go within a tenth of an interval.
+    """
     limiter = shared_limiter(redis_server.url, RateLimits(write=10, burst=5))
     limiters.append(limiter)
     start = time.monotonic()
     times = await grant_times(limiter, 6)
-    assert sum(1 for when in times if when - start < 0.05) >= 5
+    assert sum(1 for when in times if when - start < 0.05) >= 4
     assert times[-1] - start >= 1 / 10 * 0.9
 
 
@@ -135,18 +143,24 @@ async def test_a_pause_holds_every_process(
 async def test_one_overload_lowers_the_shared_rate_once(
     redis_server: RedisServer, limiters: list[RateLimiter]
 ) -> None:
-    """Two processes answered 429 for the same overload: the shared rate drops once."""
+    """Two processes answered 429 for the same overload: the shared rate drops once.
+
+    At the told limit a first 429 is a strike that only pauses and starts an epoch; it is
+    shared too. The overload after it lowers the rate, once: the epoch moves by one.
+    """
     limits = RateLimits(write=100, burst=2)
     first, second = (shared_limiter(redis_server.url, limits) for _ in range(2))
-    alone = shared_limiter(redis_server.url, limits, prefix="contractsdk:alone:")
-    limiters += [first, second, alone]
+    limiters += [first, second]
+    await first.record(await first.acquire("POST"), 429, {})
+    assert first.state.write.rate == 99
     grants = [await first.acquire("POST"), await second.acquire("POST")]
+    assert [grant.epoch for grant in grants] == [1, 1]
     await first.record(grants[0], 429, {})
     await second.record(grants[1], 429, {})
-    await alone.record(await alone.acquire("POST"), 429, {})
-    once = alone.state.write.rate
-    assert once is not None and once < 99
-    assert first.state.write.rate == second.state.write.rate == once
+    lowered = first.state.write.rate
+    assert lowered < 99
+    assert second.state.write.rate == lowered
+    assert (await first.acquire("POST")).epoch == (await second.acquire("POST")).epoch == 2
 
 
 async def test_keys_are_namespaced_and_expire(

@@ -17,6 +17,11 @@ What it decides, per bucket:
   not use its rate never raises it). When the server's headers name a limit
   (``X-RateLimit-Limit``, read per the longest reset seen, at least a second), the slow
   start jumps straight to it.
+* **At a known limit, two strikes.** A first fresh 429 while the rate is at its known
+  ceiling only pauses (and starts a new epoch, so its echoes are not fresh): the network
+  and the event loop bunch requests up, and a server paced to the millisecond refuses one
+  now and then. A second within ``STRIKE_WINDOW`` busy seconds means the limit is lower
+  than the client was told, and decreases as below.
 * **Decrease.** A *fresh* 429 (its request was granted after the last decrease, so it is
   not an echo of the same overload: TCP cuts once per round trip) lowers the rate to
   ``beta * W``, W being the rate that overloaded the server. Under a steady overload every
@@ -102,6 +107,10 @@ SLOW_START_DOUBLING: Final = 0.25
 #: epoch, is still the same overload: it pauses but does not lower the rate again.
 MIN_EPOCH: Final = 0.2
 MIN_ANSWERS: Final = 5
+#: At a known limit, a lone 429 is taken for timing noise (requests bunched up on the way
+#: to the server): it pauses the bucket but lowers the rate only if another fresh 429
+#: follows within this many busy seconds (the limit really is lower).
+STRIKE_WINDOW: Final = 1.0
 #: One decrease never cuts W below this share of the rate in use.
 MAX_CUT: Final = 0.5
 #: Increases never take the rate past this multiple of the measured send rate (botocore).
@@ -310,6 +319,14 @@ def _plateau(control: Control, rate: float, observation: Observation, now: float
     )
 
 
+def _first_strike(control: Control, rate: float, ceiling: float | None, now: float) -> bool:
+    """A fresh 429 at the known ceiling, the first for ``STRIKE_WINDOW`` busy seconds."""
+    if ceiling is None or rate < ceiling * PACING * (1 - 1e-9):
+        return False
+    struck = control.phase == "paced" and control.w_max > 0
+    return not struck or now - control.t_fail > STRIKE_WINDOW
+
+
 def _below_hint(control: Control, hint: float | None) -> bool:
     """A slow start still under the rate the server's headers suggest: jump there."""
     return control.phase == "slow" and hint is not None and (control.rate or 0.0) < hint * PACING
@@ -359,9 +376,26 @@ def step(
     throttled = observation.throttled
     tokens = 0.0 if throttled else observation.hints.remaining
     if throttled and observation.fresh and adaptive and rate is not None:
-        control = _decrease(control, rate, observation, ceiling, now)
+        if _first_strike(control, rate, ceiling, now):
+            control = attrs.evolve(
+                control,
+                phase="paced",  # at the ceiling: nothing left to climb to
+                w_max=rate,  # marks the strike
+                t_fail=now,
+                stamp=now,
+                epoch=control.epoch + 1,
+                hinted=False,
+            )
+        else:
+            control = _decrease(control, rate, observation, ceiling, now)
         rate = control.rate
-    elif observation.exhausted and adaptive and rate is not None and not throttled:
+    elif (
+        observation.exhausted
+        and adaptive
+        and rate is not None
+        and not throttled
+        and control.phase != "paced"
+    ):
         control = _plateau(control, rate, observation, now)
     elif adaptive and not throttled and _below_hint(control, observation.hint):
         assert observation.hint is not None

@@ -42,7 +42,7 @@ from ._limits import BucketName
 __all__ = ["IDLE_GAP", "LATENESS", "LocalStore", "Meter", "Schedule", "Slot", "Store"]
 
 #: The longest gap between two events of a bucket that still counts as busy time.
-IDLE_GAP: Final = 0.5
+IDLE_GAP: Final = 0.25
 #: How late a grant may be and still catch up with the schedule (the event loop's timers
 #: fire late by a millisecond or two, more on a loaded machine).
 LATENESS: Final = 0.02
