@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from contractsdk._headers import RateLimitHints
 from contractsdk._ratelimit._control import (
+    BACKOFF_MAX,
     BETA,
     CUBIC_K,
     FIRST_BETA,
@@ -87,9 +88,34 @@ def test_w_never_exceeds_a_limit_the_server_named() -> None:
     """With X-RateLimit-Limit, W is at most that: a pause's refill hides the overshoot."""
     control = attrs.evolve(cubic(), rate=127.0)
     observation = Observation(
-        status=429, backlogged=True, epoch_age=1.5, answered=98, admitted=97, hint=100.0
+        status=429,
+        backlogged=True,
+        epoch_age=1.5,
+        answered=98,
+        admitted=97,
+        admitted_rate=127.0,
+        hint=100.0,
     )
     assert decide(control, observation).control.w_max == pytest.approx(100.0)
+
+
+def test_a_429_in_a_young_epoch_backs_off_without_lowering_again() -> None:
+    """The overload the last decrease answered still drains: the pause doubles per streak.
+
+    A fixed window refuses everything until it ends; lowering the rate for each of those
+    refusals collapsed it to a tenth of the limit (measured against a bare fixed window).
+    """
+    control = cubic(w_max=100.0)
+    pauses = []
+    for streak in range(1, 12):
+        young = Observation(status=429, epoch_age=0.05, answered=streak, streak=streak)
+        decision = decide(control, young)
+        assert decision.control == control
+        pauses.append(decision.pause)
+    assert pauses[0] == pytest.approx(1 / control.rate)  # type: ignore[operator]  # set
+    assert pauses[1] == pytest.approx(2 * pauses[0])
+    assert pauses == sorted(pauses)
+    assert pauses[-1] == BACKOFF_MAX
 
 
 def test_an_echo_changes_nothing_but_the_pause() -> None:
@@ -184,8 +210,9 @@ def test_back_at_the_ceiling_a_lone_429_is_a_strike_again() -> None:
     back = attrs.evolve(cubic(w_max=100.0), rate=100.0 * PACING)
     struck = decide(back, Observation(status=429), now=20.0, ceiling=100.0).control
     assert (struck.rate, struck.phase) == (100.0 * PACING, "paced")
-    below = decide(cubic(w_max=100.0), Observation(status=429), now=20.0, ceiling=100.0)
-    assert below.control.rate is not None and below.control.rate < 100.0 * BETA
+    measured = Observation(status=429, epoch_age=2.0, answered=100, admitted=99, admitted_rate=95.0)
+    below = decide(cubic(w_max=100.0), measured, now=20.0, ceiling=100.0)
+    assert below.control.rate == pytest.approx(90.0 * BETA)  # W is at most the rate in use
 
 
 @pytest.mark.parametrize(

@@ -222,6 +222,8 @@ async def test_fallback_paces_at_this_process_share(
     first, second = (shared_limiter(redis_server.url, limits) for _ in range(2))
     limiters += [first, second]
     await asyncio.gather(grant_times(first, 2), grant_times(second, 2))
+    await grant_times(first, 1)  # after both were seen: it counts two live clients
+    assert first._store.live == 2
     redis_server.kill()
     start = time.monotonic()
     times = await grant_times(first, 9)

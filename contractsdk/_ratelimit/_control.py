@@ -27,10 +27,15 @@ What it decides, per bucket:
   ``beta * W``, W being the rate that overloaded the server. Under a steady overload every
   kind of server (token bucket, GCRA, fixed or sliding window) admits exactly its limit,
   so once an epoch (the time since the last decrease) is old enough to measure, W is the
-  rate of admitted answers over it (or the rate in use times the share admitted, if
-  higher: a rate that only just crossed the limit). Leaving the slow start, or in an epoch
-  too young to measure, W is the rate in use and the cut deeper (``FIRST_BETA``,
-  ``YOUNG_BETA``): the overshoot is unknown and 429s keep coming until the rate is under.
+  rate of admitted answers over it (or over the last busy second, if higher: a rate that
+  only just crossed the limit). Leaving the slow start, W is what the
+  server admitted lately (the rate in use overshot it by as much as the server's burst
+  hid), cut by ``FIRST_BETA``.
+* **The same overload.** A fresh 429 in an epoch too young to measure (``MIN_EPOCH`` busy
+  seconds, ``MIN_ANSWERS`` answers) is the overload the last decrease answered, still
+  draining (a fixed window refuses everything until it ends): it does not lower the rate
+  again, it doubles the pause (``streak``). Only at a told limit, where a first 429 was
+  forgiven, a second lowers it at once (by ``YOUNG_BETA`` if the epoch is young).
 * **Climb.** CUBIC in relative form, ``W * (1 + c * (t - K)**3)``: fast while far below W,
   flat around it, then probing above in case the limit rose. K is a few busy seconds
   whatever the rate, so 25/s and 1,000/s converge alike, and doubles (to ``K_MAX``) each
@@ -43,8 +48,10 @@ What it decides, per bucket:
   lowers the rate.
 * **Pauses.** A 429 (or 5xx) with ``Retry-After`` pauses the bucket that long; a 429 that
   says the counter is empty pauses until its reset; a bare 429 pauses for one interval of
-  the lowered rate. Every pause is cut to ``max_pause``: no answer, however absurd
-  (``Retry-After: 1e9``, a date in 9999, a reset a year away), stalls the client longer.
+  the (lowered) rate, doubled for each 429 in a row (each for a request granted after the
+  one before was answered), up to ``BACKOFF_MAX``. Every pause is cut to ``max_pause``:
+  no answer, however absurd (``Retry-After: 1e9``, a date in 9999, a reset a year away),
+  stalls the client longer.
 
 Invariants (each tested in ``tests/test_ratelimit_control.py``):
 
@@ -81,13 +88,15 @@ __all__ = [
     "step",
 ]
 
+#: The longest pause a run of bare 429s backs off to.
+BACKOFF_MAX: Final = 2.0
 #: The fraction of a known limit the bucket is paced at: requests reach the server no
 #: earlier than they leave, so pacing under R leaves its bucket a margin growing by 1 % of R
 #: per second against timing noise.
 PACING: Final = 0.99
 #: The multiplicative decrease: near a limit measured over a whole epoch; leaving the slow
-#: start (where the server's burst hid how far the rate overshot); and for a 429 that comes
-#: within an epoch too young to measure (the overload persists: keep going down).
+#: start (what the server admitted lately includes some of its burst); and for a second
+#: strike at a told limit in an epoch too young to measure.
 BETA: Final = 0.9
 FIRST_BETA: Final = 0.7
 YOUNG_BETA: Final = 0.8
@@ -166,6 +175,8 @@ class Observation:
         hint: The rate the server's headers suggest (``Limit`` over its window), if any.
         phase_slow: Set by the controller itself (the observation arrived in slow start).
         backlogged: Requests were waiting for the bucket when it came.
+        streak: 429s in a row, this one included (each for a request granted after the
+            one before was answered); 0 for a success.
     """
 
     status: int
@@ -180,6 +191,7 @@ class Observation:
     hint: float | None = None
     phase_slow: bool = False
     backlogged: bool = False
+    streak: int = 1
 
     @property
     def throttled(self) -> bool:
@@ -242,21 +254,24 @@ def said_pause(observation: Observation, *, max_pause: float, paced: bool = True
 def _measured_w(rate: float, observation: Observation) -> float | None:
     """The rate that overloaded the server, or None when the epoch is too young to tell.
 
-    Leaving a slow start: the rate in use. Later, from this epoch's answers: under steady
-    overload every server type admits its limit, whatever it refuses, so W is the rate of
-    admitted answers over the epoch, or the rate in use times the share admitted if that
-    is higher (a rate that only just crossed the limit after a long clean climb).
+    Leaving a slow start: what the server admitted lately. Later, from this epoch's
+    answers: under steady overload every server type admits its limit, whatever it
+    refuses, so W is the rate of admitted answers over the epoch, or lately if that is
+    higher (a rate that only just crossed the limit after a long clean climb). Not the
+    rate in use times the share admitted: a server's burst hides an overshoot for as long
+    as it lasts, and a window refuses all its 429s at its end.
     """
     if 0 < observation.sent < rate and not observation.backlogged:
         rate = observation.sent  # the rate was not all used: W is what was sent
     if observation.phase_slow:
-        return rate
-    age = observation.epoch_age
-    if age < MIN_EPOCH or observation.answered < MIN_ANSWERS:
+        admitted = observation.admitted_rate * observation.scale
+        return min(rate, admitted) if admitted > 0 else rate
+    if _young(observation):
         return rate  # too young to measure: a plain multiplicative decrease
-    admitted = observation.admitted * observation.scale / age
-    share = rate * observation.admitted / observation.answered
-    measured = min(rate, max(admitted, share))
+    # Over the epoch, and lately (the end of a climb that only just crossed the limit).
+    over_epoch = observation.admitted * observation.scale / observation.epoch_age
+    lately = observation.admitted_rate * observation.scale
+    measured = min(rate, max(over_epoch, lately))
     if observation.hint is not None:
         # The server named its limit: a pause after each 429 lets its bucket refill, and
         # the refill hides how far above it the rate was.
@@ -264,12 +279,17 @@ def _measured_w(rate: float, observation: Observation) -> float | None:
     return measured
 
 
+def _young(observation: Observation) -> bool:
+    """The epoch is too young to measure: the overload its decrease answered still drains."""
+    return observation.epoch_age < MIN_EPOCH or observation.answered < MIN_ANSWERS
+
+
 def _decrease(
     control: Control, rate: float, observation: Observation, ceiling: float | None, now: float
 ) -> Control:
     """A fresh 429: W is what overloaded the server; the rate drops to ``beta * W``."""
     slow = control.phase == "slow"
-    young = observation.epoch_age < MIN_EPOCH or observation.answered < MIN_ANSWERS
+    young = _young(observation)
     measured = _measured_w(rate, attrs.evolve(observation, phase_slow=slow))
     if measured is None:
         return control
@@ -352,6 +372,13 @@ def grow(
     return attrs.evolve(control, rate=_clamp(target, ceiling), stamp=now)
 
 
+def _backoff(rate: float | None, streak: int) -> float:
+    """One interval of the rate, doubled per 429 in a row, up to BACKOFF_MAX (or one interval)."""
+    interval = 1 / rate if rate else 0.1
+    doubled = interval * 2.0 ** min(max(streak, 1) - 1, 30)
+    return min(doubled, max(BACKOFF_MAX, interval))
+
+
 def step(
     control: Control,
     observation: Observation,
@@ -386,8 +413,9 @@ def step(
                 epoch=control.epoch + 1,
                 hinted=False,
             )
-        else:
+        elif control.phase != "cubic" or not _young(observation):
             control = _decrease(control, rate, observation, ceiling, now)
+        # else: the overload the last decrease answered, still draining: back off only.
         rate = control.rate
     elif (
         observation.exhausted
@@ -410,6 +438,7 @@ def step(
         )
     if pause is None:
         # A bare 429: pause one interval of the (lowered) rate, so the requests queued
-        # behind it do not all meet the same empty server bucket.
-        pause = min(1 / rate if rate else 0.1, max_pause) if throttled else 0.0
+        # behind it do not all meet the same empty server bucket; twice as long for each
+        # 429 in a row (a window that refuses everything until it ends).
+        pause = min(_backoff(rate, observation.streak), max_pause) if throttled else 0.0
     return Decision(control, pause=pause, tokens=tokens)

@@ -75,14 +75,18 @@ class Grant:
         epoch: The learning epoch it was granted in (a 429 for it is fresh when the
             bucket is still in this epoch).
         waited: Seconds it spent waiting.
+        seq: Its number among this process's grants of the bucket (a 429 for a request
+            granted before the last 429 was answered is an echo of it, not one more in a
+            row).
     """
 
-    __slots__ = ("bucket", "epoch", "waited")
+    __slots__ = ("bucket", "epoch", "seq", "waited")
 
-    def __init__(self, bucket: BucketName, epoch: int, waited: float) -> None:
+    def __init__(self, bucket: BucketName, epoch: int, waited: float, seq: int = 0) -> None:
         self.bucket: BucketName = bucket
         self.epoch = epoch
         self.waited = waited
+        self.seq = seq
 
     def __repr__(self) -> str:
         return f"Grant({self.bucket!r}, epoch={self.epoch}, waited={self.waited:.3f})"
@@ -187,6 +191,8 @@ class _Queue:
         self.server_remaining: float | None = None
         self.granted = 0
         self.throttles = 0
+        self.streak = 0  # 429s in a row (see Grant.seq)
+        self.echo_seq = 0  # grants up to this one were out when the last 429 came
         self.waited = 0.0
         self.schedule = Schedule(rate=None, tau=0.0, burst=1.0)
         self.capacity = 1.0  # the server's known burst
@@ -381,7 +387,7 @@ class _Queue:
             self.epoch_start = slot.busy
         if control.rate != self.schedule.rate or control.phase != self.schedule_phase:
             self.reschedule(control)
-        return Grant(self.name, control.epoch, waited)
+        return Grant(self.name, control.epoch, waited, self.granted)
 
     @property
     def waiting(self) -> int:
@@ -524,7 +530,13 @@ class RateLimiter:
                 queue.admitted += 1
         if throttled:
             queue.throttles += 1
-        elif hints is _NO_HINTS and queue.schedule_phase == "paced":
+            if grant.seq > queue.echo_seq:  # not an echo of the last 429: one more in a row
+                queue.streak += 1
+                queue.echo_seq = queue.granted
+            return hints
+        if grant.seq > queue.echo_seq:
+            queue.streak = 0
+        if hints is _NO_HINTS and queue.schedule_phase == "paced":
             return None
         return hints
 
@@ -576,6 +588,7 @@ class RateLimiter:
             answered=queue.answered,
             admitted=queue.admitted,
             backlogged=queue.backlogged,
+            streak=queue.streak if throttled else 0,
         )
         ceiling = queue.ceiling()
         if ceiling is not None and (control.rate or 0.0) > ceiling * _control.PACING:
