@@ -56,6 +56,8 @@ T = TypeVar("T")
 _VERSION = re.compile(r"v\d+")
 _USER_AGENT = "contractsdk/0.1.0"
 PERSONAL_TEAM = "Personal Team"  # service-api.md §4: every user owns one, by this name
+#: Request bodies: compact, UTF-8 as is (one encoder, not one per call as json.dumps makes).
+_encode_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 def _pick_credential(
@@ -196,6 +198,7 @@ class ContractClient:
         self._base = f"{self.environment.base_url}/{api_version}"
         self._timeout = timeout
         self._user_agent = user_agent or _USER_AGENT
+        self._common_headers: dict[str, Headers] = {}  # by Accept: what every request sends
         self._clock = clock
         self._wall_clock = wall_clock
         self._sleep = sleep
@@ -341,18 +344,24 @@ class ContractClient:
         accept: str,
         idempotency_key: str | None,
     ) -> Request:
-        headers = {"Accept": accept, "User-Agent": self._user_agent}
+        common = self._common_headers.get(accept)
+        if common is None:  # one per Accept value the resources use: three at most
+            common = self._common_headers[accept] = Headers(
+                {"Accept": accept, "User-Agent": self._user_agent}
+            )
+        headers = common
         content = None
         if body is not None:
-            content = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
-            headers["Content-Type"] = "application/json"
+            content = _encode_json(body).encode()
+            headers = headers.with_header("Content-Type", "application/json")
         if method == "POST":
             # Made once per logical call, reused by every attempt; a caller's key wins.
-            headers["Idempotency-Key"] = idempotency_key or secrets.token_hex(16)
+            key = idempotency_key or secrets.token_hex(16)
+            headers = headers.with_header("Idempotency-Key", key)
         return Request(
             method=method,
             url=self._base + path,
-            headers=Headers(headers),
+            headers=headers,
             content=content,
             timeout=self._timeout,
         )

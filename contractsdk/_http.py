@@ -182,14 +182,17 @@ class Request:
 
     def with_header(self, name: str, value: str) -> Request:
         """Return a copy of this request with one header added or replaced."""
-        return Request(
-            method=self.method,
-            url=self.url,
-            headers=self.headers.with_header(name, value),
-            content=self.content,
-            timeout=self.timeout,
-            extensions=self.extensions,
-        )
+        # Made per attempt (the credential goes on a copy): set the slots directly rather
+        # than run __init__ again, whose converter and factories have nothing left to do.
+        copy = object.__new__(Request)
+        _set = object.__setattr__
+        _set(copy, "method", self.method)
+        _set(copy, "url", self.url)
+        _set(copy, "headers", self.headers.with_header(name, value))
+        _set(copy, "content", self.content)
+        _set(copy, "timeout", self.timeout)
+        _set(copy, "extensions", self.extensions)
+        return copy
 
     def json(self) -> Any:
         """Decode the body as JSON (``None`` when there is no body)."""
@@ -255,12 +258,13 @@ class Response:
 
     def for_request(self, request: Request | None) -> Response:
         """Return this response as the answer to ``request`` (e.g. one without credentials)."""
-        return Response(
-            status_code=self.status_code,
-            headers=self.headers,
-            content=self.content,
-            request=request,
-        )
+        copy = object.__new__(Response)  # per exchange: the slots directly, as Request's copy
+        _set = object.__setattr__
+        _set(copy, "status_code", self.status_code)
+        _set(copy, "headers", self.headers)
+        _set(copy, "content", self.content)
+        _set(copy, "request", request)
+        return copy
 
     def json(self) -> Any:
         """Decode the body as JSON.

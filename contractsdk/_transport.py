@@ -90,7 +90,6 @@ class AiohttpTransport:
                 sock_connect=self._connect_timeout,
                 sock_read=request.timeout,
             )
-        where = {"method": request.method, "url": request.url.split("?", 1)[0]}
         try:
             async with session.request(
                 request.method,
@@ -107,25 +106,28 @@ class AiohttpTransport:
                     content=content,
                     request=request,
                 )
-        except aiohttp.ConnectionTimeoutError as exc:
-            raise ConnectTimeoutError("timed out connecting to the service", **where) from exc
-        except aiohttp.ClientConnectorError as exc:
-            message = f"could not connect to the service: {exc.os_error}"
-            raise ConnectError(message, **where) from exc
-        except (aiohttp.SocketTimeoutError, aiohttp.ServerTimeoutError) as exc:
-            raise ReadTimeoutError("timed out waiting for the service's answer", **where) from exc
-        except asyncio.TimeoutError as exc:
-            raise ReadTimeoutError("timed out waiting for the service's answer", **where) from exc
-        except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError) as exc:
-            raise ReadError(f"the connection broke: {type(exc).__name__}", **where) from exc
-        except aiohttp.ClientOSError as exc:
-            raise ReadError(f"the connection broke: {exc.strerror or exc}", **where) from exc
-        except aiohttp.InvalidURL as exc:
-            raise TransportError(f"invalid URL: {exc}", **where) from exc
-        except aiohttp.ClientError as exc:
-            raise ReadError(f"the request failed: {type(exc).__name__}: {exc}", **where) from exc
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            raise _translate(exc, request) from exc
 
     async def aclose(self) -> None:
         """Close the session if this transport made it."""
         if self._session is not None and self._owns_session and not self._session.closed:
             await self._session.close()
+
+
+def _translate(exc: aiohttp.ClientError | asyncio.TimeoutError, request: Request) -> TransportError:
+    """Return the SDK's error for an aiohttp failure (the most specific class first)."""
+    where = {"method": request.method, "url": request.url.split("?", 1)[0]}
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return ConnectTimeoutError("timed out connecting to the service", **where)
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return ConnectError(f"could not connect to the service: {exc.os_error}", **where)
+    if isinstance(exc, aiohttp.SocketTimeoutError | aiohttp.ServerTimeoutError | TimeoutError):
+        return ReadTimeoutError("timed out waiting for the service's answer", **where)
+    if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
+        return ReadError(f"the connection broke: {type(exc).__name__}", **where)
+    if isinstance(exc, aiohttp.ClientOSError):
+        return ReadError(f"the connection broke: {exc.strerror or exc}", **where)
+    if isinstance(exc, aiohttp.InvalidURL):
+        return TransportError(f"invalid URL: {exc}", **where)
+    return ReadError(f"the request failed: {type(exc).__name__}: {exc}", **where)
