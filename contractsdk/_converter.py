@@ -161,11 +161,11 @@ def _structure_links(value: object, _: object) -> tuple[Link, ...]:
             rel = item.get("rel", "")
             links.append(Link(rel=rel if type(rel) is str else str(rel), href=item["href"]))
         return tuple(links)
-    if isinstance(value, Mapping):  # HAL: {"self": {"href": ...}} (a rel may hold a list)
+    if isinstance(value, dict | Mapping):  # HAL: {"self": {"href": ...}}, a rel may hold a list
         links = []
         for rel, target in value.items():
             for item in target if isinstance(target, list) else [target]:
-                if not isinstance(item, Mapping) or not isinstance(item.get("href"), str):
+                if not isinstance(item, dict | Mapping) or not isinstance(item.get("href"), str):
                     raise ValueError(f"link {rel!r} needs an href string")
                 links.append(Link(rel=str(rel), href=item["href"]))
         return tuple(links)

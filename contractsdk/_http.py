@@ -112,8 +112,8 @@ class Headers(Mapping[str, str]):
     def has_any(self, names: frozenset[str]) -> bool:
         """Whether any of these lower-case names is present (lazy headers stay unread)."""
         source = self._source
-        if self._dict is None and source is not None:  # case-insensitive itself (aiohttp's)
-            return any(name in source for name in names)
+        if self._dict is None and source is not None:  # one pass over a few names, in C
+            return not names.isdisjoint(map(str.lower, source.keys()))
         return not names.isdisjoint(self._items.keys())
 
     def pairs(self) -> list[tuple[str, str]]:
@@ -143,6 +143,8 @@ class Headers(Mapping[str, str]):
 
 
 def _to_headers(value: Mapping[str, str] | Headers) -> Headers:
+    if type(value) is Headers:  # the usual case, without the ABC's isinstance machinery
+        return value
     return value if isinstance(value, Headers) else Headers(value)
 
 
