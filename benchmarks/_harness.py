@@ -14,6 +14,7 @@ the process plumbing here: :class:`ProcessContext`, :func:`stop_process`,
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import os
 import platform
@@ -25,6 +26,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import urllib.request
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -33,6 +35,8 @@ from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
 import aiohttp
+
+from benchmarks._fakenet import http_response
 
 __all__ = [
     "Drive",
@@ -394,6 +398,25 @@ class Emulator(ProcessContext):
             template_id=template_id,
             fields=tuple((ids[name], name, NDA_VALUES[name]) for name in order),
         )
+
+    def raw_exchange(self, method: str, path: str, body: object = None) -> bytes:
+        """Make one call with the first API key; return the whole HTTP response, as sent.
+
+        For :mod:`benchmarks._fakenet`, which answers aiohttp in memory with these bytes.
+        """
+        parts = urllib.parse.urlsplit(self.url)
+        connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
+        headers = {"Authorization": f"Bearer {self.api_key}"}
+        data = None if body is None else json.dumps(body).encode()
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        try:
+            connection.request(method, path, body=data, headers=headers)
+            response = connection.getresponse()
+            content = response.read()
+        finally:
+            connection.close()
+        return http_response(response.status, response.reason, response.getheaders(), content)
 
     def create_contract(self, target: Target) -> int:
         """Create one contract of ``target`` (to read it back) and return its id."""

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import gc
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +30,7 @@ import aiohttp
 from aiolimiter import AsyncLimiter
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random_exponential
 
+from benchmarks._fakenet import FakeNetConnector
 from benchmarks._harness import (
     Drive,
     Emulator,
@@ -39,6 +42,7 @@ from benchmarks._harness import (
     wakeup_cpu,
 )
 from contractsdk import ContractClient, RateLimits, Request, Response
+from contractsdk._transport import AiohttpTransport
 from contractsdk.testing import MockTransport, json_response
 
 # --------------------------------------------------------------------------------------
@@ -281,48 +285,235 @@ def _elapsed_cpu(emulator: Emulator, before: float | None) -> float | None:
 # Table 2: no limit in the way, CPU per request
 
 
-async def _measure_sdk(setup: Setup, op: str, contract_id: int, limits: RateLimits | None) -> Drive:
-    target = setup.target
-    async with ContractClient(
-        api_key=setup.api_key, base_url=setup.url, rate_limits=limits
-    ) as client:
-        create = _creator(client, target)
+Call = Callable[[int], Awaitable[Any]]
+OPS = ("create", "get")
+#: The rows of table 2: plain aiohttp (the baseline), then contractsdk without and with a
+#: limiter whose rates are too high to be in the way (its fast path on every request).
+HIGH = 1e6
+CONFIGS: list[tuple[str, RateLimits | None]] = [
+    ("aiohttp (plain)", None),
+    ("contractsdk, rate_limits=None", None),
+    (f"contractsdk, RateLimits(read={HIGH:g}, write={HIGH:g})", RateLimits(read=HIGH, write=HIGH)),
+]
+#: The design target (issue 8, stricter than DESIGN.md's 1.5): CPU per request at most this
+#: times plain aiohttp's.
+CPU_TARGET = 1.3
+#: Calls per run of the MockTransport measurement: no network, so many calls are cheap.
+STACK_CALLS = 10_000
 
-        async def get(i: int) -> None:
-            await client.contracts.get(contract_id)
 
-        call = create if op == "create" else get
-        await drive(setup.concurrency, setup.concurrency, call)  # warm: connections, terms
-        return await drive(setup.n, setup.concurrency, call)
-
-
-async def _measure_aiohttp(setup: Setup, op: str, contract_id: int) -> Drive:
+def _aiohttp_calls(
+    session: aiohttp.ClientSession, setup: Setup, contract_id: int
+) -> dict[str, Call]:
+    """What a user writes with aiohttp alone: the same JSON body and bearer header."""
     target = setup.target
     create_url = f"{setup.url}/v1/teams/{target.team_id}/contracts"
     get_url = f"{setup.url}/v1/contracts/{contract_id}"
     headers = {"Authorization": f"Bearer {setup.api_key}"}
-    async with aiohttp.ClientSession() as session:
 
-        async def create(i: int) -> Any:
-            async with session.post(create_url, json=target.body(i), headers=headers) as response:
-                response.raise_for_status()
-                return await response.json()
+    async def create(i: int) -> Any:
+        async with session.post(create_url, json=target.body(i), headers=headers) as response:
+            response.raise_for_status()
+            return await response.json()
 
-        async def get(i: int) -> Any:
-            async with session.get(get_url, headers=headers) as response:
-                response.raise_for_status()
-                return await response.json()
+    async def get(i: int) -> Any:
+        async with session.get(get_url, headers=headers) as response:
+            response.raise_for_status()
+            return await response.json()
 
-        call = create if op == "create" else get
-        await drive(setup.concurrency, setup.concurrency, call)  # warm: connections
+    return {"create": create, "get": get}
+
+
+def _sdk_calls(client: ContractClient, setup: Setup, contract_id: int) -> dict[str, Call]:
+    """The same two calls through contractsdk's full stack."""
+
+    async def get(i: int) -> None:
+        await client.contracts.get(contract_id)
+
+    return {"create": _creator(client, setup.target), "get": get}
+
+
+async def _measure_network(setup: Setup, index: int, op: str, contract_id: int) -> Drive:
+    """One run of config ``index`` against the emulator, after a warm-up."""
+    async with contextlib.AsyncExitStack() as stack:
+        if index == 0:
+            session = await stack.enter_async_context(aiohttp.ClientSession())
+            call = _aiohttp_calls(session, setup, contract_id)[op]
+        else:
+            client = await stack.enter_async_context(
+                ContractClient(
+                    api_key=setup.api_key, base_url=setup.url, rate_limits=CONFIGS[index][1]
+                )
+            )
+            call = _sdk_calls(client, setup, contract_id)[op]
+        await drive(setup.concurrency, setup.concurrency, call)  # warm: connections, terms
         return await drive(setup.n, setup.concurrency, call)
+
+
+Samples = dict[tuple[int, str], list[float]]
+
+
+def _interleaved(rounds: int) -> list[tuple[str, list[int]]]:
+    """The order of the runs: every config in each round, A B C then C B A (drift cancels)."""
+    forward = list(range(len(CONFIGS)))
+    return [
+        (op, forward if number % 2 == 0 else forward[::-1])
+        for number in range(rounds)
+        for op in OPS
+    ]
+
+
+def _cpu_table(samples: Samples, *, best: bool = False) -> str:
+    """CPU µs per call and its ratio to plain aiohttp's, with the range of the ratios.
+
+    Each round's ratio divides a run by aiohttp's run of the same round, made a moment
+    before or after, so slow spells of the machine mostly cancel. With ``best`` the figures
+    are each config's fastest run and the ratio of those (timeit's rule: noise only ever
+    adds time); otherwise medians, and the median of the rounds' ratios.
+    """
+    pick = min if best else median
+    lines = []
+    for index, (name, _) in enumerate(CONFIGS):
+        row = [name]
+        verdicts = []
+        for op in OPS:
+            mine, base = samples[index, op], samples[0, op]
+            ratios = [a / b for a, b in zip(mine, base, strict=True)]
+            ratio = pick(mine) / pick(base) if best else median(ratios)
+            row += [f"{pick(mine):.0f}", f"{ratio:.2f}×", f"{min(ratios):.2f}–{max(ratios):.2f}"]
+            verdicts.append(f"{op} {'met' if ratio <= CPU_TARGET else 'MISSED'}")
+        lines.append([*row, ", ".join(verdicts) if index else ""])
+    figure = "best µs" if best else "µs"
+    headers = ["client"]
+    for op in OPS:
+        headers += [f"{'POST create' if op == 'create' else 'GET contract'} {figure}", "÷ aiohttp"]
+        headers.append("range")
+    return table([*headers, f"target ≤ {CPU_TARGET:.2f}×"], lines)
+
+
+def nolimit_table(emulator: Emulator, setup: Setup, repeats: int, memory_rounds: int) -> None:
+    """Table 2: client CPU per request, no limit, over the network and without it."""
+    emulator.set_limits(read_rate=None, write_rate=None)
+    samples: Samples = {}
+    load: dict[str, list[float]] = {"client": [], "emulator": []}  # share of a core
+    failures = 0
+    for op, order in _interleaved(repeats):
+        for index in order:
+            emulator.reset()
+            contract_id = emulator.create_contract(setup.target)
+            server_cpu = emulator.cpu_seconds()
+            result = asyncio.run(_measure_network(setup, index, op, contract_id))
+            server_cpu = _elapsed_cpu(emulator, server_cpu)
+            failures += result.failed
+            samples.setdefault((index, op), []).append(result.cpu / result.calls * 1e6)
+            load["client"].append(result.cpu / result.wall)
+            if server_cpu is not None:
+                load["emulator"].append(server_cpu / result.wall)
+    print(_cpu_table(samples))
+    print()
+    busy = ", ".join(f"{who} {median(shares):.0%}" for who, shares in load.items() if shares)
+    print(
+        f"Over loopback to the emulator: {repeats} rounds, each config once per round in "
+        f"alternating order; {failures} failed calls;\nmedian CPU use: {busy} of a core. "
+        "The verdict is on the median ratio."
+    )
+
+    # The same calls with aiohttp's sockets replaced by memory: no kernel, no other process.
+    contract_id = emulator.create_contract(setup.target)
+    target = setup.target
+    answers = {
+        "POST": emulator.raw_exchange(
+            "POST", f"/v1/teams/{target.team_id}/contracts", target.body(0)
+        ),
+        "GET": emulator.raw_exchange("GET", f"/v1/contracts/{contract_id}"),
+        "terms": emulator.raw_exchange("GET", f"/v1/templates/{target.template_id}/terms"),
+    }
+
+    def answer(method: str, path: str) -> bytes:
+        return answers["terms" if path.endswith("/terms") else method]
+
+    memory = asyncio.run(_measure_in_memory(setup, answer, contract_id, memory_rounds))
+    print()
+    print(
+        "Without the network: aiohttp's connections answered in memory (benchmarks/_fakenet.py; "
+        "aiohttp's own\nrequest and response code still runs, no socket does), "
+        f"{memory_rounds} rounds of {setup.n // 4} calls per config, same order; the fastest "
+        "run of each:"
+    )
+    print()
+    print(_cpu_table(memory, best=True))
+
+    # contractsdk above its transport, the same calls answered by a MockTransport.
+    href = f"{emulator.url}/v1/contracts/{contract_id}"
+    mock = {
+        "create": json_response(201, {"rel": "self", "href": href}),
+        "get": json_response(200, emulator.get_json(f"/v1/contracts/{contract_id}")),
+        "terms": json_response(
+            200, emulator.get_json(f"/v1/templates/{setup.target.template_id}/terms")
+        ),
+    }
+    stack = _with_n(setup, STACK_CALLS)
+    own: dict[tuple[str, str], list[float]] = {}
+    for _ in range(3):
+        for name, limits in (("off", None), ("on", RateLimits(read=HIGH, write=HIGH))):
+            for op in OPS:
+                result = asyncio.run(_measure_stack(stack, op, mock, limits))
+                own.setdefault((name, op), []).append(result.cpu / result.calls * 1e6)
+    mid = {key: median(values) for key, values in own.items()}
+    print()
+    print(
+        "contractsdk's own CPU above its transport (the same calls answered by a "
+        f"MockTransport, median of 3 × {STACK_CALLS}):\n"
+        f"  create {mid['off', 'create']:.0f} µs and get {mid['off', 'get']:.0f} µs per call "
+        f"with rate_limits=None, {mid['on', 'create']:.0f} and {mid['on', 'get']:.0f} µs "
+        "with the limiter."
+    )
+
+
+async def _measure_in_memory(
+    setup: Setup, answer: Callable[[str, str], bytes], contract_id: int, rounds: int
+) -> Samples:
+    """Every config over a :class:`FakeNetConnector`, in one event loop, runs interleaved."""
+    calls = max(1, setup.n // 4)
+    async with contextlib.AsyncExitStack() as stack:
+        plain = await stack.enter_async_context(
+            aiohttp.ClientSession(connector=FakeNetConnector(answer))
+        )
+        configs = [_aiohttp_calls(plain, setup, contract_id)]
+        for _, limits in CONFIGS[1:]:
+            # The session AiohttpTransport makes for itself, on the in-memory connector.
+            session = await stack.enter_async_context(
+                aiohttp.ClientSession(
+                    connector=FakeNetConnector(answer),
+                    timeout=aiohttp.ClientTimeout(total=None),
+                    cookie_jar=aiohttp.DummyCookieJar(),
+                )
+            )
+            client = await stack.enter_async_context(
+                ContractClient(
+                    api_key=setup.api_key,
+                    base_url=setup.url,
+                    rate_limits=limits,
+                    transport=AiohttpTransport(session=session),
+                )
+            )
+            configs.append(_sdk_calls(client, setup, contract_id))
+        for config in configs:
+            for op in OPS:
+                await drive(setup.concurrency * 2, setup.concurrency, config[op])  # warm
+        samples: Samples = {}
+        for op, order in _interleaved(rounds):
+            for index in order:
+                gc.collect()  # each run starts from the same heap
+                result = await drive(calls, setup.concurrency, configs[index][op])
+                samples.setdefault((index, op), []).append(result.cpu / result.calls * 1e6)
+        return samples
 
 
 async def _measure_stack(
     setup: Setup, op: str, answers: dict[str, Response], limits: RateLimits | None
 ) -> Drive:
     """contractsdk above its transport: the same calls answered by a MockTransport."""
-    target = setup.target
 
     def answer(request: Request) -> Response:
         if request.method == "POST":
@@ -335,96 +526,9 @@ async def _measure_stack(
         rate_limits=limits,
         transport=MockTransport(answer),
     ) as client:
-        create = _creator(client, target)
-
-        async def get(i: int) -> None:
-            await client.contracts.get(1)
-
-        call = create if op == "create" else get
+        call = _sdk_calls(client, setup, 1)[op]
         await drive(setup.concurrency, setup.concurrency, call)
         return await drive(setup.n, setup.concurrency, call)
-
-
-OPS = ("create", "get")
-#: Calls per run of the MockTransport measurement: no network, so many calls are cheap.
-STACK_CALLS = 10_000
-#: The design target (DESIGN.md): CPU per request at most this times plain aiohttp's.
-CPU_TARGET = 1.5
-
-
-def nolimit_table(emulator: Emulator, setup: Setup, repeats: int) -> None:
-    """Table 2: client CPU per request, no limit, each config measured ``repeats`` times."""
-    emulator.set_limits(read_rate=None, write_rate=None)
-    high = 1e6
-    configs: list[tuple[str, Callable[[str, int], Coroutine[Any, Any, Drive]]]] = [
-        ("aiohttp (plain)", lambda op, cid: _measure_aiohttp(setup, op, cid)),
-        ("contractsdk, rate_limits=None", lambda op, cid: _measure_sdk(setup, op, cid, None)),
-        (
-            f"contractsdk, RateLimits(read={high:g}, write={high:g})",
-            lambda op, cid: _measure_sdk(setup, op, cid, RateLimits(read=high, write=high)),
-        ),
-    ]
-    cpu: dict[tuple[int, str], list[float]] = {}
-    load: dict[str, list[float]] = {"client": [], "emulator": []}  # share of a core
-    failures = 0
-    for _ in range(repeats):
-        for op in OPS:
-            for index, (_, measure) in enumerate(configs):
-                emulator.reset()
-                contract_id = emulator.create_contract(setup.target)
-                server_cpu = emulator.cpu_seconds()
-                result = asyncio.run(measure(op, contract_id))
-                server_cpu = _elapsed_cpu(emulator, server_cpu)
-                failures += result.failed
-                cpu.setdefault((index, op), []).append(result.cpu / result.calls * 1e6)
-                load["client"].append(result.cpu / result.wall)
-                if server_cpu is not None:
-                    load["emulator"].append(server_cpu / result.wall)
-    lines = []
-    for index, (name, _) in enumerate(configs):
-        row = [name]
-        verdicts = []
-        for op in OPS:
-            mine, base = median(cpu[index, op]), median(cpu[0, op])
-            spread = f"{min(cpu[index, op]):.0f}–{max(cpu[index, op]):.0f}"
-            row += [f"{mine:.0f}", spread, f"{mine / base:.2f}×"]
-            verdicts.append(f"{op} {'met' if mine / base <= CPU_TARGET else 'MISSED'}")
-        lines.append([*row, ", ".join(verdicts) if index else ""])
-    headers = ["client"]
-    for op in OPS:
-        headers += ["POST create µs" if op == "create" else "GET contract µs", "range", "÷ aiohttp"]
-    print(table([*headers, f"target ≤ {CPU_TARGET:.2f}×"], lines))
-    print()
-    busy = ", ".join(f"{who} {median(shares):.0%}" for who, shares in load.items() if shares)
-    print(
-        f"Median and range of {repeats} interleaved runs; {failures} failed calls; "
-        f"median CPU use: {busy} of a core."
-    )
-    # The same calls with the network replaced: contractsdk's own work, without the noise.
-    contract_id = emulator.create_contract(setup.target)
-    href = f"{emulator.url}/v1/contracts/{contract_id}"
-    answers = {
-        "create": json_response(201, {"rel": "self", "href": href}),
-        "get": json_response(200, emulator.get_json(f"/v1/contracts/{contract_id}")),
-        "terms": json_response(
-            200, emulator.get_json(f"/v1/templates/{setup.target.template_id}/terms")
-        ),
-    }
-    stack = _with_n(setup, STACK_CALLS)
-    samples: dict[tuple[str, str], list[float]] = {}
-    for _ in range(3):
-        for name, limits in (("off", None), ("on", RateLimits(read=high, write=high))):
-            for op in OPS:
-                result = asyncio.run(_measure_stack(stack, op, answers, limits))
-                samples.setdefault((name, op), []).append(result.cpu / result.calls * 1e6)
-    own = {key: median(values) for key, values in samples.items()}
-    print(
-        "contractsdk's own CPU above its transport (the same calls answered by a "
-        f"MockTransport, median of 3 × {STACK_CALLS}):\n"
-        f"  create {own['off', 'create']:.0f} µs and get {own['off', 'get']:.0f} µs per call "
-        f"with rate_limits=None, {own['on', 'create']:.0f} and {own['on', 'get']:.0f} µs "
-        "with the limiter."
-    )
 
 
 # --------------------------------------------------------------------------------------
@@ -436,17 +540,41 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--rate", type=float, default=100.0, help="write limit R, per second")
     parser.add_argument("--burst", type=int, default=20, help="the emulator's burst B")
-    parser.add_argument("-n", type=int, default=1000, help="contracts per row of table 1")
+    parser.add_argument("-n", type=int, help="contracts per row of table 1 (1000; quick 300)")
     parser.add_argument("--concurrency", type=int, default=64, help="tasks making calls")
-    parser.add_argument("--cpu-n", type=int, default=2000, help="calls per run of table 2")
-    parser.add_argument("--repeats", type=int, default=5, help="runs per config in table 2")
+    parser.add_argument(
+        "--cpu-n", type=int, help="calls per run of table 2 over the network (2000; quick 1000)"
+    )
+    parser.add_argument(
+        "--repeats", type=int, help="rounds of table 2 over the network (7; quick 3)"
+    )
+    parser.add_argument(
+        "--memory-rounds",
+        type=int,
+        help="rounds of table 2 without the network, of cpu-n ÷ 4 calls each (15; quick 7)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="smaller defaults: about a third of the time"
+    )
     parser.add_argument("--table", choices=("limit", "nolimit", "both"), default="both")
     return parser
+
+
+#: Defaults of the options above, in full and with --quick.
+DEFAULTS = {
+    "n": (1000, 300),
+    "cpu_n": (2000, 1000),
+    "repeats": (7, 3),
+    "memory_rounds": (15, 7),
+}
 
 
 def run(argv: Sequence[str] = ()) -> None:
     """Run the benchmark and print its tables."""
     args = _parser().parse_args(list(argv))
+    for name, (full, quick) in DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, quick if args.quick else full)
     started = time.perf_counter()
     with Emulator(read_rate=None, write_rate=args.rate, burst=args.burst) as emulator:
         target = emulator.target()
@@ -478,7 +606,7 @@ def run(argv: Sequence[str] = ()) -> None:
                 "retries on"
             )
             print()
-            nolimit_table(emulator, _with_n(setup, args.cpu_n), args.repeats)
+            nolimit_table(emulator, _with_n(setup, args.cpu_n), args.repeats, args.memory_rounds)
     print()
     print(f"ran in {time.perf_counter() - started:.0f} s")
 
