@@ -18,8 +18,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import contextlib
+import dataclasses
 import gc
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +39,7 @@ import aiohttp
 from aiolimiter import AsyncLimiter
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from benchmarks._fakenet import FakeNetConnector
+from benchmarks._fakenet import Answer, FakeNetConnector
 from benchmarks._harness import (
     Drive,
     Emulator,
@@ -391,8 +400,18 @@ def _cpu_table(samples: Samples, *, best: bool = False) -> str:
     return table([*headers, f"target ≤ {CPU_TARGET:.2f}×"], lines)
 
 
-def nolimit_table(emulator: Emulator, setup: Setup, repeats: int, memory_rounds: int) -> None:
-    """Table 2: client CPU per request, no limit, over the network and without it."""
+def nolimit_table(
+    emulator: Emulator,
+    setup: Setup,
+    repeats: int,
+    memory_rounds: int,
+    *,
+    instructions: bool = False,
+) -> None:
+    """Table 2: client CPU per request, no limit, over the network and without it.
+
+    With ``instructions``, also the instructions per call without the network (valgrind).
+    """
     emulator.set_limits(read_rate=None, write_rate=None)
     samples: Samples = {}
     load: dict[str, list[float]] = {"client": [], "emulator": []}  # share of a core
@@ -443,6 +462,10 @@ def nolimit_table(emulator: Emulator, setup: Setup, repeats: int, memory_rounds:
     print()
     print(_cpu_table(memory, best=True))
 
+    if instructions:
+        print()
+        instruction_table(setup, answers, contract_id)
+
     # contractsdk above its transport, the same calls answered by a MockTransport.
     href = f"{emulator.url}/v1/contracts/{contract_id}"
     mock = {
@@ -470,34 +493,42 @@ def nolimit_table(emulator: Emulator, setup: Setup, repeats: int, memory_rounds:
     )
 
 
+async def _in_memory_calls(
+    stack: contextlib.AsyncExitStack,
+    setup: Setup,
+    answer: Answer,
+    contract_id: int,
+    index: int,
+) -> dict[str, Call]:
+    """Config ``index``'s calls over a :class:`FakeNetConnector`, open until ``stack`` closes."""
+    if index == 0:
+        plain = aiohttp.ClientSession(connector=FakeNetConnector(answer))
+        return _aiohttp_calls(await stack.enter_async_context(plain), setup, contract_id)
+    # The session AiohttpTransport makes for itself, on the in-memory connector.
+    session = aiohttp.ClientSession(
+        connector=FakeNetConnector(answer),
+        timeout=aiohttp.ClientTimeout(total=None),
+        cookie_jar=aiohttp.DummyCookieJar(),
+    )
+    client = ContractClient(
+        api_key=setup.api_key,
+        base_url=setup.url,
+        rate_limits=CONFIGS[index][1],
+        transport=AiohttpTransport(session=await stack.enter_async_context(session)),
+    )
+    return _sdk_calls(await stack.enter_async_context(client), setup, contract_id)
+
+
 async def _measure_in_memory(
-    setup: Setup, answer: Callable[[str, str], bytes], contract_id: int, rounds: int
+    setup: Setup, answer: Answer, contract_id: int, rounds: int
 ) -> Samples:
     """Every config over a :class:`FakeNetConnector`, in one event loop, runs interleaved."""
     calls = max(1, setup.n // 4)
     async with contextlib.AsyncExitStack() as stack:
-        plain = await stack.enter_async_context(
-            aiohttp.ClientSession(connector=FakeNetConnector(answer))
-        )
-        configs = [_aiohttp_calls(plain, setup, contract_id)]
-        for _, limits in CONFIGS[1:]:
-            # The session AiohttpTransport makes for itself, on the in-memory connector.
-            session = await stack.enter_async_context(
-                aiohttp.ClientSession(
-                    connector=FakeNetConnector(answer),
-                    timeout=aiohttp.ClientTimeout(total=None),
-                    cookie_jar=aiohttp.DummyCookieJar(),
-                )
-            )
-            client = await stack.enter_async_context(
-                ContractClient(
-                    api_key=setup.api_key,
-                    base_url=setup.url,
-                    rate_limits=limits,
-                    transport=AiohttpTransport(session=session),
-                )
-            )
-            configs.append(_sdk_calls(client, setup, contract_id))
+        configs = [
+            await _in_memory_calls(stack, setup, answer, contract_id, index)
+            for index in range(len(CONFIGS))
+        ]
         for config in configs:
             for op in OPS:
                 await drive(setup.concurrency * 2, setup.concurrency, config[op])  # warm
@@ -508,6 +539,101 @@ async def _measure_in_memory(
                 result = await drive(calls, setup.concurrency, configs[index][op])
                 samples.setdefault((index, op), []).append(result.cpu / result.calls * 1e6)
         return samples
+
+
+# Instructions per call: the in-memory calls again, each config in its own process under
+# valgrind (cachegrind, no cache simulation), once with N calls and once with none; the
+# difference ÷ N is what one call costs, start-up and warm-up cancelled. Deterministic to a
+# fraction of a percent, where CPU time on a shared virtual machine moves by tens.
+
+#: ``valgrind`` prints the total as ``==pid== I   refs:      1,234,567``.
+_I_REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
+
+
+def instruction_table(setup: Setup, answers: dict[str, bytes], contract_id: int) -> None:
+    """Table 3: instructions per call, without the network, each config counted apart."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        print("Instructions per call: valgrind is not installed; skipped.")
+        return
+    spec = {
+        "url": setup.url,
+        "api_key": setup.api_key,
+        "target": dataclasses.asdict(setup.target),
+        "contract_id": contract_id,
+        "concurrency": setup.concurrency,
+        "answers": {key: raw.decode("latin-1") for key, raw in answers.items()},
+    }
+    calls = setup.n
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "spec.json")
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(spec, handle)
+
+        def count(job: tuple[int, str, int]) -> int:
+            index, op, n = job
+            argv = [valgrind, "--tool=cachegrind", "--cache-sim=no"]
+            argv += ["--cachegrind-out-file=/dev/null", sys.executable, "-m", __name__]
+            argv += ["--count", path, str(index), op, str(n)]
+            done = subprocess.run(argv, capture_output=True, text=True, check=True)
+            found = _I_REFS.search(done.stderr)
+            if found is None:
+                raise RuntimeError(f"no instruction count from valgrind:\n{done.stderr}")
+            return int(found[1].replace(",", ""))
+
+        jobs = [(index, op, n) for index in range(len(CONFIGS)) for op in OPS for n in (0, calls)]
+        with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+            totals = dict(zip(jobs, pool.map(count, jobs), strict=True))
+    per_call = {
+        (index, op): (totals[index, op, calls] - totals[index, op, 0]) / calls
+        for index in range(len(CONFIGS))
+        for op in OPS
+    }
+    lines = []
+    for index, (name, _) in enumerate(CONFIGS):
+        row = [name]
+        for op in OPS:
+            mine, base = per_call[index, op], per_call[0, op]
+            row += [f"{mine / 1000:.0f}k", f"{mine / base:.2f}×"]
+        lines.append(row)
+    headers = ["client"]
+    for op in OPS:
+        headers += ["POST create instr." if op == "create" else "GET contract instr.", "÷ aiohttp"]
+    print(
+        f"Instructions per call without the network (valgrind, N = {calls} calls against "
+        "none, each config in its own process):"
+    )
+    print()
+    print(table(headers, lines))
+
+
+def _count_child(argv: Sequence[str]) -> None:
+    """In a process under valgrind: warm up config ``index``, then make ``n`` calls of ``op``."""
+    path, index, op, n = argv
+    with open(path, encoding="utf-8") as handle:
+        spec = json.load(handle)
+    raw: dict[str, bytes] = {key: text.encode("latin-1") for key, text in spec["answers"].items()}
+    fields = tuple(tuple(field) for field in spec["target"].pop("fields"))
+    setup = Setup(
+        url=spec["url"],
+        api_key=spec["api_key"],
+        target=Target(**spec["target"], fields=fields),
+        rate=0.0,
+        burst=0,
+        n=int(n),
+        concurrency=spec["concurrency"],
+    )
+
+    def answer(method: str, path: str) -> bytes:
+        return raw["terms" if path.endswith("/terms") else method]
+
+    async def calls() -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            config = await _in_memory_calls(stack, setup, answer, spec["contract_id"], int(index))
+            await drive(setup.concurrency * 2, setup.concurrency, config[op])  # warm
+            await drive(setup.n, setup.concurrency, config[op])
+
+    asyncio.run(calls())
 
 
 async def _measure_stack(
@@ -555,6 +681,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--quick", action="store_true", help="smaller defaults: about a third of the time"
+    )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="table 2 also counts instructions per call with valgrind (about a minute more)",
     )
     parser.add_argument("--table", choices=("limit", "nolimit", "both"), default="both")
     return parser
@@ -606,10 +737,20 @@ def run(argv: Sequence[str] = ()) -> None:
                 "retries on"
             )
             print()
-            nolimit_table(emulator, _with_n(setup, args.cpu_n), args.repeats, args.memory_rounds)
+            nolimit_table(
+                emulator,
+                _with_n(setup, args.cpu_n),
+                args.repeats,
+                args.memory_rounds,
+                instructions=args.instructions,
+            )
     print()
     print(f"ran in {time.perf_counter() - started:.0f} s")
 
 
 def _with_n(setup: Setup, n: int) -> Setup:
     return Setup(**{**setup.__dict__, "n": n})
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--count"]:  # a child of instruction_table
+    _count_child(sys.argv[2:])
