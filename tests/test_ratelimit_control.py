@@ -64,12 +64,31 @@ def test_slow_start_doubles_per_busy_period_only_when_backlogged() -> None:
 
 
 def test_a_fresh_429_leaving_the_slow_start_cuts_by_first_beta() -> None:
-    """Leaving the slow start: W is the rate in use, the rate 0.7 W, a new epoch."""
+    """Leaving the slow start: 0.7 of what was admitted lately, a new epoch.
+
+    What was admitted lately counts as at least half the rate in use; the curve climbs
+    back toward the rate that failed.
+    """
     control = Control(rate=200.0, phase="slow")
-    decision = decide(control, Observation(status=429, backlogged=True))
-    assert decision.control.phase == "cubic"
-    assert decision.control.rate == pytest.approx(200 * FIRST_BETA)
-    assert decision.control.epoch == 1
+    decision = decide(control, Observation(status=429, backlogged=True, admitted_rate=150.0))
+    left = decision.control
+    assert (left.phase, left.epoch, left.w_max) == ("cubic", 1, 200.0)
+    assert left.rate == pytest.approx(150 * FIRST_BETA)
+    lagging = decide(control, Observation(status=429, backlogged=True, admitted_rate=60.0))
+    assert lagging.control.rate == pytest.approx(100 * FIRST_BETA)  # MAX_CUT of 200
+
+
+def test_after_the_slow_start_the_curve_starts_at_the_new_rate_and_climbs_fast() -> None:
+    """The curve is continuous at the decrease and concave: half the way back in K/4."""
+    left = decide(Control(rate=1600.0, phase="slow"), Observation(status=429)).control
+    assert left.rate is not None
+    start = grow(left, ceiling=None, sent=0.0, backlogged=True, now=left.t_fail + 1e-9)
+    assert start.rate == pytest.approx(left.rate)
+    soon = grow(left, ceiling=None, sent=0.0, backlogged=True, now=left.t_fail + left.k / 4)
+    assert soon.rate is not None
+    assert soon.rate - left.rate > (left.w_max - left.rate) / 2
+    back = grow(left, ceiling=None, sent=0.0, backlogged=True, now=left.t_fail + left.k)
+    assert back.rate == pytest.approx(1600.0)
 
 
 def test_w_is_the_admitted_rate_of_an_old_epoch() -> None:
@@ -172,6 +191,15 @@ def test_a_limit_in_the_headers_ends_the_slow_start_there() -> None:
     decision = decide(Control(rate=20.0, phase="slow"), Observation(status=200, hint=400.0))
     assert decision.control.rate == pytest.approx(400 * PACING)
     assert decision.control.phase == "cubic"
+
+
+def test_the_learning_never_climbs_past_a_limit_the_server_named() -> None:
+    """Past a window's quota lie only 429s and a pause to the window's end: not probed."""
+    probing = attrs.evolve(cubic(w_max=100.0, t_fail=0.0), rate=99.0, k=2.0)
+    later = decide(probing, Observation(status=200, backlogged=True, hint=100.0), now=30.0)
+    assert later.control.rate == pytest.approx(100.0 * PACING)
+    unnamed = decide(probing, Observation(status=200, backlogged=True), now=30.0)
+    assert unnamed.control.rate is not None and unnamed.control.rate > 100.0
 
 
 def test_at_a_known_limit_a_lone_429_is_a_strike_not_a_decrease() -> None:

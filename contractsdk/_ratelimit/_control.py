@@ -41,6 +41,10 @@ What it decides, per bucket:
   whatever the rate, so 25/s and 1,000/s converge alike, and doubles (to ``K_MAX``) each
   time a decrease finds W where the last one did: a limit found again and again is
   probed, and overrun, less and less often.
+* **A limit the server names is a ceiling for the learning.** ``X-RateLimit-Limit`` (or
+  its IETF forms) over the longest reset seen, at least a second, is where a slow start
+  jumps, the most W can be, and the most the rate climbs to: probing past the quota of a
+  window finds only 429s and a pause until the window ends.
 * **Remaining 0 is a hint, not a collapse.** A success that says the server's counter ran
   out means its bucket is empty now, not that the rate is wrong (a server with a burst of
   1 says it after every request). It empties the client's bucket (no burst into an empty
@@ -295,8 +299,8 @@ def _decrease(
         return control
     w_max = max(MIN_RATE, measured, rate * MAX_CUT)
     if slow:
-        beta, k = FIRST_BETA, CUBIC_K
-    elif young:
+        return _leave_slow_start(control, rate, w_max, observation, ceiling, now)
+    if young:
         beta, k = YOUNG_BETA, CUBIC_K
     else:
         beta = BETA
@@ -310,6 +314,39 @@ def _decrease(
         t_fail=now,
         k=k * ((1 - beta) / (1 - BETA)) ** (1 / 3),
         k_base=k,
+        stamp=now,
+        epoch=control.epoch + 1,
+    )
+
+
+def _leave_slow_start(
+    control: Control,
+    rate: float,
+    measured: float,
+    observation: Observation,
+    ceiling: float | None,
+    now: float,
+) -> Control:
+    """The first 429 of a slow start: down to ``FIRST_BETA`` of what was admitted.
+
+    How far the slow start overshot is unknown (the server's burst hid it while it lasted,
+    and what it admitted lately lags a rate that doubles), so the limit lies anywhere
+    between the new rate and the rate that failed. The curve climbs back toward the rate
+    that failed, fast at first, until a 429 in an epoch old enough to measure finds W.
+    """
+    new = _clamp(measured * FIRST_BETA, ceiling)
+    failed = rate
+    if 0 < observation.sent < rate and not observation.backlogged:
+        failed = observation.sent
+    w_max = max(failed, measured, new)
+    share = new / w_max  # the curve's start, as a share of its W
+    return Control(
+        rate=new,
+        phase="cubic",
+        w_max=w_max,
+        t_fail=now,
+        k=CUBIC_K * ((1 - share) / (1 - BETA)) ** (1 / 3),
+        k_base=CUBIC_K,
         stamp=now,
         epoch=control.epoch + 1,
     )
@@ -436,6 +473,12 @@ def step(
             backlogged=observation.backlogged,
             now=now,
         )
+    named = None if observation.hint is None else max(MIN_RATE, observation.hint * PACING)
+    learning = adaptive and control.phase in ("slow", "cubic")
+    if learning and named is not None and (control.rate or 0.0) > named:
+        # A limit the server named is not probed past: past it lies a window's 429s.
+        control = attrs.evolve(control, rate=named)
+        rate = named
     if pause is None:
         # A bare 429: pause one interval of the (lowered) rate, so the requests queued
         # behind it do not all meet the same empty server bucket; twice as long for each

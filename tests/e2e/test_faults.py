@@ -85,9 +85,13 @@ async def test_unknown_limit_is_learnt_without_failures(sandbox_server: SandboxS
     assert names == sorted(f"t{n}" for n in range(30))
 
 
-@pytest.mark.parametrize("sandbox_options", [{"write_rate": 5.0, "burst": 1, "read_rate": None}])
+@pytest.mark.parametrize("sandbox_options", [{"write_rate": 5.0, "burst": 2, "read_rate": None}])
 async def test_configured_limit_paces_without_429(sandbox_server: SandboxServer) -> None:
-    """With the server's write limit configured, 8 concurrent creates meet no 429."""
+    """With the server's write limit configured, 8 concurrent creates meet no 429.
+
+    The server holds a burst of 2 so that a request delayed on a loaded machine does not
+    turn the next one, sent on time, into a 429; unpaced, 6 of the 8 would be refused.
+    """
     async with client_for(
         sandbox_server, rate_limits=RateLimits(write=5.0, burst=1), retries=None
     ) as client:
