@@ -357,3 +357,31 @@ def test_any_sequence_of_answers_keeps_the_invariants(
         if ceiling is not None:
             assert rate <= ceiling * PACING * (1 + 1e-9)
         assert rate >= min(MIN_RATE, ceiling * PACING if ceiling else MIN_RATE) * (1 - 1e-9)
+
+
+def test_a_fleet_counts_its_answers_together() -> None:
+    """One of eight processes sees an eighth of the answers: they count for all.
+
+    The epoch is old enough when the fleet's answers are, not this process's alone (else
+    429s storm while it waits).
+    """
+    control = attrs.evolve(cubic(w_max=200.0), rate=180.0)
+    alone = Observation(status=429, epoch_age=0.5, answered=2, admitted=1, admitted_rate=12.0)
+    assert decide(control, alone).control == control  # young: back off only
+    fleet = attrs.evolve(alone, scale=8.0)
+    lowered = decide(control, fleet).control
+    assert lowered.rate is not None and lowered.rate < 180.0
+    assert lowered.w_max == pytest.approx(96.0)  # 12/s here stands for 96/s in all
+
+
+def test_a_shared_slow_start_is_held_to_twice_what_the_fleet_sends() -> None:
+    """A shared slow start is also held to twice what the fleet sends.
+
+    Each process grows the shared rate by its own view of the busy clock, and the one
+    furthest ahead would win.
+    """
+    control = Control(rate=100.0, phase="slow")
+    alone = grow(control, ceiling=None, sent=60.0, backlogged=True, now=1.0)
+    assert alone.rate == pytest.approx(1600.0)
+    shared = grow(control, ceiling=None, sent=60.0, backlogged=True, now=1.0, shared=True)
+    assert shared.rate == pytest.approx(120.0)

@@ -284,8 +284,14 @@ def _measured_w(rate: float, observation: Observation) -> float | None:
 
 
 def _young(observation: Observation) -> bool:
-    """The epoch is too young to measure: the overload its decrease answered still drains."""
-    return observation.epoch_age < MIN_EPOCH or observation.answered < MIN_ANSWERS
+    """The epoch is too young to measure: the overload its decrease answered still drains.
+
+    Its answers count for every process that shares the bucket (``scale``): one of K
+    sees a K-th of them.
+    """
+    return (
+        observation.epoch_age < MIN_EPOCH or observation.answered * observation.scale < MIN_ANSWERS
+    )
 
 
 def _decrease(
@@ -390,9 +396,20 @@ def _below_hint(control: Control, hint: float | None) -> bool:
 
 
 def grow(
-    control: Control, *, ceiling: float | None, sent: float, backlogged: bool, now: float
+    control: Control,
+    *,
+    ceiling: float | None,
+    sent: float,
+    backlogged: bool,
+    now: float,
+    shared: bool = False,
 ) -> Control:
-    """Return the state after busy time passed up to ``now`` without a throttle."""
+    """Return the state after busy time passed up to ``now`` without a throttle.
+
+    ``shared``: other processes share the state. Each of them grows it by its own view
+    of the busy clock, and the one furthest ahead wins, so a slow start there is also
+    held to a multiple of what the fleet sends.
+    """
     rate = control.rate
     if rate is None or control.phase in ("off", "paced") or now <= control.stamp:
         return control
@@ -403,7 +420,7 @@ def grow(
     else:
         c = (1 - BETA) / control.k_base**3
         target = control.w_max * (1 + c * (now - control.t_fail - control.k) ** 3)
-    if target > rate and sent > 0 and not backlogged:
+    if target > rate and sent > 0 and (not backlogged or shared):
         # Not all used: raise it no further than a multiple of what is sent (botocore).
         target = min(target, max(rate, SEND_RATE_CLAMP * sent))
     return attrs.evolve(control, rate=_clamp(target, ceiling), stamp=now)
@@ -472,6 +489,7 @@ def step(
             sent=observation.sent,
             backlogged=observation.backlogged,
             now=now,
+            shared=observation.scale > 1,
         )
     named = None if observation.hint is None else max(MIN_RATE, observation.hint * PACING)
     learning = adaptive and control.phase in ("slow", "cubic")
