@@ -848,3 +848,18 @@ async def test_idle_time_never_enters_the_measured_rate() -> None:
     await limiter.record(grants[-1], 429, {})
     rate = limiter.state.write.rate
     assert rate is not None and rate >= 0.5 * 100
+
+
+@pytest.mark.parametrize(("limit", "paced"), [("25", 24.0), ("100", 99.0), ("1000", 990.0)])
+async def test_a_named_limit_leaves_a_request_of_each_window_spare(
+    limit: str, paced: float
+) -> None:
+    """The learning paces a named limit at PACING of it, or one request a window under it.
+
+    A sliding log of 25 a second refuses the 26th in any second: 1 % of 25 is no margin.
+    """
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits())
+    headers = {"X-RateLimit-Limit": limit, "X-RateLimit-Remaining": "5", "X-RateLimit-Reset": "1"}
+    await answer(limiter, "POST", 201, headers, await limiter.acquire("POST"))
+    assert limiter.state.write.rate == pytest.approx(paced)

@@ -16,6 +16,8 @@ from contractsdk._ratelimit._control import (
     CUBIC_K,
     FIRST_BETA,
     K_MAX,
+    LATELY_SPAN,
+    MAX_SHORTFALL,
     MIN_RATE,
     PACING,
     SLOW_START_DOUBLING,
@@ -366,7 +368,7 @@ def test_a_fleet_counts_its_answers_together() -> None:
     429s storm while it waits).
     """
     control = attrs.evolve(cubic(w_max=200.0), rate=180.0)
-    alone = Observation(status=429, epoch_age=0.5, answered=2, admitted=1, admitted_rate=12.0)
+    alone = Observation(status=429, epoch_age=1.5, answered=2, admitted=1, admitted_rate=12.0)
     assert decide(control, alone).control == control  # young: back off only
     fleet = attrs.evolve(alone, scale=8.0)
     lowered = decide(control, fleet).control
@@ -385,3 +387,35 @@ def test_a_shared_slow_start_is_held_to_twice_what_the_fleet_sends() -> None:
     assert alone.rate == pytest.approx(1600.0)
     shared = grow(control, ceiling=None, sent=60.0, backlogged=True, now=1.0, shared=True)
     assert shared.rate == pytest.approx(120.0)
+
+
+def test_what_was_admitted_lately_counts_only_over_an_epoch_as_long_as_its_span() -> None:
+    """In a younger epoch the meter still holds the last epoch's answers and burst."""
+    control = attrs.evolve(cubic(w_max=60.0), rate=58.0)
+    young = Observation(status=429, epoch_age=0.25, answered=10, admitted=6, admitted_rate=46.0)
+    assert decide(control, young).control.w_max == pytest.approx(29.0)  # MAX_CUT of 58
+    older = attrs.evolve(young, epoch_age=LATELY_SPAN, admitted=20)
+    assert decide(control, older).control.w_max == pytest.approx(46.0)
+
+
+def test_w_is_scaled_up_when_the_schedule_fell_short_of_its_rate() -> None:
+    """Backlogged yet granting 12 % under its rate (late timers): W in the schedule's terms."""
+    control = attrs.evolve(cubic(w_max=1100.0), rate=1080.0)
+    short = Observation(
+        status=429, backlogged=True, sent=950.0, epoch_age=2.0, answered=1910, admitted=1900
+    )
+    w_max = decide(control, short).control.w_max
+    assert w_max == pytest.approx(950.0 * 1080.0 / 950.0)
+    capped = attrs.evolve(short, sent=500.0, admitted=1000)
+    assert decide(control, capped).control.w_max == pytest.approx(500.0 * MAX_SHORTFALL)
+
+
+def test_a_young_epoch_that_met_a_429_holds_the_rate() -> None:
+    """Until the epoch can measure, a success after a 429 in it does not climb the curve."""
+    control = cubic(w_max=100.0)
+    later = control.t_fail + control.k
+    draining = Observation(status=200, backlogged=True, epoch_age=0.1, answered=3, admitted=2)
+    assert decide(control, draining, now=later).control.rate == control.rate
+    clean = attrs.evolve(draining, admitted=3)
+    climbed = decide(control, clean, now=later).control.rate
+    assert climbed is not None and control.rate is not None and climbed > control.rate

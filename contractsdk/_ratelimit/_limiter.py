@@ -581,7 +581,7 @@ class RateLimiter:
             admitted_rate=queue.admitted_meter.rate(busy),
             scale=float(store.live) if store.shared else 1.0,
             epoch_age=busy - queue.epoch_start,
-            hint=None if hints.limit is None else hints.limit / queue.max_reset,
+            hint=None if hints.limit is None else _named_rate(hints.limit, queue.max_reset),
             hints=hints,
             fresh=fresh,
             sent=queue.sent if self._local is None else self._local.sent(grant.bucket),
@@ -679,6 +679,17 @@ class RateLimiter:
     async def aclose(self) -> None:
         """Release the store's connections."""
         await self._store.aclose()
+
+
+def _named_rate(limit: float, window: float) -> float:
+    """The rate a limit the server named allows, for the learning to pace at PACING of it.
+
+    One request of each window is left spare, if that is more than PACING leaves: a
+    sliding log of 25 per second refuses the 26th in any second, and 1 % of 25 is not a
+    margin against a request that arrives early.
+    """
+    spare = min(limit, (limit - 1) / _control.PACING) if limit > 1 else limit
+    return spare / window
 
 
 def _significant(old: Control, new: Control) -> bool:
