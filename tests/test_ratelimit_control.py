@@ -419,3 +419,18 @@ def test_a_young_epoch_that_met_a_429_holds_the_rate() -> None:
     clean = attrs.evolve(draining, admitted=3)
     climbed = decide(control, clean, now=later).control.rate
     assert climbed is not None and control.rate is not None and climbed > control.rate
+
+
+def test_a_fleet_leaving_the_slow_start_levels_off_at_what_was_admitted() -> None:
+    """Shared, the curve's W is what was admitted, not the rate that failed.
+
+    Each process measures a K-th of the answers; a fast climb toward the rate that failed
+    outran them (eight processes against nginx: 429s from 89 to 172/s).
+    """
+    slow = Control(rate=250.0, phase="slow")
+    seen = Observation(status=429, backlogged=True, admitted_rate=20.0, scale=8.0)
+    shared = decide(slow, seen).control
+    assert shared.w_max == pytest.approx(160.0)
+    assert shared.rate == pytest.approx(160.0 * FIRST_BETA)
+    alone = decide(slow, attrs.evolve(seen, scale=1.0)).control
+    assert alone.w_max == 250.0

@@ -363,7 +363,9 @@ def _leave_slow_start(
     failed = rate
     if 0 < observation.sent < rate and not observation.backlogged:
         failed = observation.sent
-    w_max = max(failed, measured, new)
+    # Shared by a fleet, each process measures a K-th of the answers and the climb outruns
+    # the measurements: there the curve levels off at what was admitted, as after a decrease.
+    w_max = max(failed, measured, new) if observation.scale <= 1 else measured
     share = new / w_max  # the curve's start, as a share of its W
     return Control(
         rate=new,
