@@ -376,17 +376,20 @@ def test_a_fleet_counts_its_answers_together() -> None:
     assert lowered.w_max == pytest.approx(96.0)  # 12/s here stands for 96/s in all
 
 
-def test_a_shared_slow_start_is_held_to_twice_what_the_fleet_sends() -> None:
-    """A shared slow start is also held to twice what the fleet sends.
+def test_a_slow_start_is_held_to_twice_what_is_sent() -> None:
+    """A slow start grows no further than twice what is sent, backlogged or not.
 
-    Each process grows the shared rate by its own view of the busy clock, and the one
-    furthest ahead would win.
+    A client that cannot send its rate does not learn that it is too high: against a bare
+    fixed window of 1,000 a second, a slow start free of it reached 5,266/s before the
+    window's quota ran out. Shared, each process grows the rate by its own view of the
+    busy clock, and the one furthest ahead would win.
     """
     control = Control(rate=100.0, phase="slow")
-    alone = grow(control, ceiling=None, sent=60.0, backlogged=True, now=1.0)
-    assert alone.rate == pytest.approx(1600.0)
-    shared = grow(control, ceiling=None, sent=60.0, backlogged=True, now=1.0, shared=True)
-    assert shared.rate == pytest.approx(120.0)
+    for shared in (False, True):
+        held = grow(control, ceiling=None, sent=60.0, backlogged=True, now=1.0, shared=shared)
+        assert held.rate == pytest.approx(120.0)
+    free = grow(control, ceiling=None, sent=900.0, backlogged=True, now=1.0)
+    assert free.rate == pytest.approx(1600.0)
 
 
 def test_what_was_admitted_lately_counts_only_over_an_epoch_as_long_as_its_span() -> None:

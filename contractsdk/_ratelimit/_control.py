@@ -13,10 +13,10 @@ What it decides, per bucket:
   of itself. A 429 still lowers it, as below: the real limit may be lower (another
   process without shared state, a changed plan); it climbs back, never above.
 * **Rate, unknown limit.** A *slow start* at ``SLOW_START_RATE`` doubles every
-  ``SLOW_START_DOUBLING`` busy seconds while the bucket is backlogged (a client that does
-  not use its rate never raises it). When the server's headers name a limit
-  (``X-RateLimit-Limit``, read per the longest reset seen, at least a second), the slow
-  start jumps straight to it.
+  ``SLOW_START_DOUBLING`` busy seconds while the bucket is backlogged, and never past
+  twice what is sent (a client that does not use its rate never raises it). When the
+  server's headers name a limit (``X-RateLimit-Limit``, read per the longest reset seen,
+  at least a second), the slow start jumps straight to it.
 * **At a known limit, two strikes.** A first fresh 429 while the rate is at its known
   ceiling only pauses (and starts a new epoch, so its echoes are not fresh): the network
   and the event loop bunch requests up, and a server paced to the millisecond refuses one
@@ -428,8 +428,9 @@ def grow(
     """Return the state after busy time passed up to ``now`` without a throttle.
 
     ``shared``: other processes share the state. Each of them grows it by its own view
-    of the busy clock, and the one furthest ahead wins, so a slow start there is also
-    held to a multiple of what the fleet sends.
+    of the busy clock, and the one furthest ahead wins, so there every increase is held
+    to a multiple of what the fleet sends. A slow start is held to it in any case: a
+    client that cannot send its rate does not learn that the rate is too high.
     """
     rate = control.rate
     if rate is None or control.phase in ("off", "paced") or now <= control.stamp:
@@ -441,7 +442,7 @@ def grow(
     else:
         c = (1 - BETA) / control.k_base**3
         target = control.w_max * (1 + c * (now - control.t_fail - control.k) ** 3)
-    if target > rate and sent > 0 and (not backlogged or shared):
+    if target > rate and sent > 0 and (not backlogged or shared or control.phase == "slow"):
         # Not all used: raise it no further than a multiple of what is sent (botocore).
         target = min(target, max(rate, SEND_RATE_CLAMP * sent))
     return attrs.evolve(control, rate=_clamp(target, ceiling), stamp=now)
