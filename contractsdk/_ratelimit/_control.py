@@ -14,7 +14,7 @@ What it decides, per bucket:
   process without shared state, a changed plan); it climbs back, never above.
 * **Rate, unknown limit.** A *slow start* at ``SLOW_START_RATE`` doubles every
   ``SLOW_START_DOUBLING`` busy seconds while the bucket is backlogged, and never past
-  twice what is sent (a client that does not use its rate never raises it). When the
+  three times what is sent (a client that does not use its rate never raises it). When the
   server's headers name a limit (``X-RateLimit-Limit``, read per the longest reset seen,
   at least a second), the slow start jumps straight to it.
 * **At a known limit, two strikes.** A first fresh 429 while the rate is at its known
@@ -129,6 +129,8 @@ STRIKE_WINDOW: Final = 1.0
 MAX_CUT: Final = 0.5
 #: The busy seconds the admitted-rate meter spans at most (two bins of the store's meter).
 LATELY_SPAN: Final = 1.0
+#: A slow start never takes the rate past this multiple of the measured send rate.
+SLOW_START_CLAMP: Final = 3.0
 #: The most W is scaled up for a schedule that granted less than its rate.
 MAX_SHORTFALL: Final = 1.15
 #: Increases never take the rate past this multiple of the measured send rate (botocore).
@@ -444,7 +446,10 @@ def grow(
         target = control.w_max * (1 + c * (now - control.t_fail - control.k) ** 3)
     if target > rate and sent > 0 and (not backlogged or shared or control.phase == "slow"):
         # Not all used: raise it no further than a multiple of what is sent (botocore).
-        target = min(target, max(rate, SEND_RATE_CLAMP * sent))
+        # The send meter spans up to a busy second, so in a slow start it lags a doubling
+        # or two behind: a multiple of it that lets the doubling go on.
+        clamp = SLOW_START_CLAMP if control.phase == "slow" else SEND_RATE_CLAMP
+        target = min(target, max(rate, clamp * sent))
     return attrs.evolve(control, rate=_clamp(target, ceiling), stamp=now)
 
 
