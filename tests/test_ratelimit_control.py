@@ -438,3 +438,13 @@ def test_a_fleet_leaving_the_slow_start_levels_off_at_what_was_admitted() -> Non
     assert shared.rate == pytest.approx(160.0 * FIRST_BETA)
     alone = decide(slow, attrs.evolve(seen, scale=1.0)).control
     assert alone.w_max == 250.0
+
+
+def test_a_fleet_probes_above_w_half_as_often() -> None:
+    """Each process holds a reservation a 429 cannot take back: a fleet overruns more."""
+    control = attrs.evolve(cubic(w_max=50.0), rate=110.0)
+    seen = Observation(status=429, epoch_age=2.0, answered=200, admitted=199)
+    alone = decide(control, seen).control
+    fleet = decide(control, attrs.evolve(seen, answered=25, admitted=24, scale=8.0)).control
+    assert alone.k_base == CUBIC_K
+    assert fleet.k_base == 2 * CUBIC_K

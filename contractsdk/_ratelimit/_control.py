@@ -334,6 +334,10 @@ def _decrease(
         # The same limit found again: probe for a higher one less often.
         same = control.w_max > 0 and abs(w_max - control.w_max) <= SAME_W * control.w_max
         k = min(control.k_base * 2, K_MAX) if same else CUBIC_K
+        if observation.scale > 1:
+            # A fleet overruns the limit by one reservation per process before a 429
+            # reaches them all: probe for a higher limit half as often.
+            k = max(k, min(2 * CUBIC_K, K_MAX))
     return Control(
         rate=_clamp(w_max * beta, ceiling),
         phase="cubic",
