@@ -448,3 +448,17 @@ def test_a_fleet_probes_above_w_half_as_often() -> None:
     fleet = decide(control, attrs.evolve(seen, answered=25, admitted=24, scale=8.0)).control
     assert alone.k_base == CUBIC_K
     assert fleet.k_base == 2 * CUBIC_K
+
+
+def test_an_epoch_of_nothing_but_429s_backs_off_without_a_cut() -> None:
+    """Every answer refused (a fixed window's dead end): nothing measured, nothing cut.
+
+    Halving the rate for each such epoch collapsed it against a bare fixed window.
+    """
+    control = attrs.evolve(cubic(w_max=200.0), rate=170.0)
+    refused = Observation(status=429, epoch_age=0.4, answered=5, admitted=0, streak=5)
+    decision = decide(control, refused)
+    assert decision.control == control
+    assert decision.pause == pytest.approx(16 / 170.0)
+    admitted = attrs.evolve(refused, answered=106, admitted=100, epoch_age=1.0, streak=1)
+    assert decide(control, admitted).control.rate == pytest.approx(100.0 * BETA)

@@ -315,6 +315,16 @@ def _draining(observation: Observation) -> bool:
     return _young(observation) and observation.answered > observation.admitted
 
 
+def _measures(observation: Observation) -> bool:
+    """The epoch is old enough to measure, and admitted something to measure.
+
+    An epoch in which every answer was a 429 (a fixed window refusing all until it ends,
+    a pause the server did not name) says nothing of the rate: halving it each time
+    collapsed it.
+    """
+    return not _young(observation) and observation.admitted > 0
+
+
 def _decrease(
     control: Control, rate: float, observation: Observation, ceiling: float | None, now: float
 ) -> Control:
@@ -498,9 +508,10 @@ def step(
                 epoch=control.epoch + 1,
                 hinted=False,
             )
-        elif control.phase != "cubic" or not _young(observation):
+        elif control.phase != "cubic" or _measures(observation):
             control = _decrease(control, rate, observation, ceiling, now)
-        # else: the overload the last decrease answered, still draining: back off only.
+        # else: the overload the last decrease answered, still draining, or an epoch of
+        # nothing but 429s: back off only.
         rate = control.rate
     elif (
         observation.exhausted
