@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contractsdk import (
     Contract,
+    ContractField,
     ContractType,
     Link,
     ResponseValidationError,
@@ -17,7 +22,14 @@ from contractsdk import (
     Term,
     User,
 )
-from contractsdk._converter import parse_datetime, structure, structure_list
+from contractsdk._converter import (
+    _make_converter,
+    _structure_contract,
+    _structure_contract_field,
+    parse_datetime,
+    structure,
+    structure_list,
+)
 from tests._fakeservice import SAMPLE
 
 
@@ -185,3 +197,71 @@ def test_numeric_strings_for_ids_and_values() -> None:
         {"fields": [{"id": "3775", "name": "contract_rent", "value": 22}]}, Contract
     )
     assert contract.fields[0].id == 3775 and contract.fields[0].value == "22"
+
+
+# The contract hooks written by hand against the ones cattrs generates: any body, the same
+# outcome (the same model, or a failure of both).
+
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**64), max_value=2**64),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(["", "x", "42", "-7", "2022-06-16T15:16:27.980Z", "2022-06-16 15:16:27+0000"]),
+)
+_links_values = st.one_of(
+    _scalars,
+    st.lists(
+        st.dictionaries(st.sampled_from(["rel", "href"]), _scalars | st.just("https://x/v1/c/9"))
+        | _scalars,
+        max_size=3,
+    ),
+    st.dictionaries(
+        st.sampled_from(["self", "edit"]),
+        st.dictionaries(st.sampled_from(["href"]), st.just("https://x/v1/contracts/5") | _scalars)
+        | st.lists(st.dictionaries(st.just("href"), st.just("https://x/v1/c/6/")), max_size=2),
+        max_size=2,
+    ),
+)
+_field_items = st.one_of(
+    st.dictionaries(st.sampled_from(["id", "name", "value", "extra"]), _scalars, max_size=4),
+    _scalars,
+    st.sampled_from(["value", "name", "abc"]),
+)
+_contract_bodies = st.dictionaries(
+    st.sampled_from(
+        ["id", "contract_name", "created_date", "purchased_date", "completedDate", "other"]
+    ),
+    _scalars,
+    max_size=6,
+).flatmap(
+    lambda base: st.fixed_dictionaries(
+        {},
+        optional={
+            "fields": st.lists(_field_items, max_size=3) | _scalars,
+            "links": _links_values,
+            "_links": _links_values,
+        },
+    ).map(lambda extra: {**base, **extra})
+)
+
+
+def _outcome(read: Callable[[Any, Any], object], data: object, cls: type[Any]) -> object:
+    try:
+        model = read(data, cls)
+    except Exception:
+        return "failed"
+    return model, getattr(model, "raw", None)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_contract_bodies | _scalars | st.lists(_scalars, max_size=2))
+def test_contract_hooks_by_hand_match_cattrs(body: Any) -> None:
+    """The hand-written contract hook reads any body exactly as cattrs's generated one."""
+    generated = _make_converter(detailed=False)
+    by_hand = _outcome(_structure_contract, body, Contract)
+    assert by_hand == _outcome(generated.structure, body, Contract)
+    items = body.get("fields") if isinstance(body, dict) else None
+    for item in items if isinstance(items, list) else ():
+        by_hand = _outcome(_structure_contract_field, item, ContractField)
+        assert by_hand == _outcome(generated.structure, item, ContractField)
