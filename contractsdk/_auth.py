@@ -185,6 +185,10 @@ Send = Callable[[Request], Awaitable[Response]]
 class Auth(Protocol):
     """What the client's send sequence asks of a credential."""
 
+    def ready_token(self) -> str | None:
+        """Return the token to send now if it is at hand, without waiting; else None."""
+        ...
+
     async def token(self) -> str:
         """Return the bearer token to send now."""
         ...
@@ -203,6 +207,10 @@ class StaticAuth:
 
     def __init__(self, credential: ApiKey) -> None:
         self._key = credential.key
+
+    def ready_token(self) -> str:
+        """Return the key."""
+        return self._key
 
     async def token(self) -> str:
         """Return the key."""
@@ -286,6 +294,13 @@ class TokenAuth:
 
     def __repr__(self) -> str:
         return f"TokenAuth(client_id={self._client_id!r}, token_url={self._token_url!r})"
+
+    def ready_token(self) -> str | None:
+        """Return the cached token if it is not yet due for a refresh, else None."""
+        cached = self._cached
+        if cached is not None and self._clock() < cached.refresh_at:
+            return cached.value
+        return None
 
     async def token(self) -> str:
         """Return a valid token, refreshing it (once, for all callers) when due."""

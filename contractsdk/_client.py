@@ -387,7 +387,8 @@ class ContractClient:
         return await self._retrier.call(call, self._attempt, on_retry=on_retry)
 
     async def _attempt(self, call: Call) -> Response:
-        token = await self._auth.token()
+        auth = self._auth
+        token = auth.ready_token() or await auth.token()  # a coroutine only when one is due
         response = await self._exchange(call, token)
         if response.status_code == 401 and await self._auth.invalidate(token):
             response = await self._exchange(call, await self._auth.token())
@@ -403,7 +404,9 @@ class ContractClient:
         grant = None
         if limiter is not None:  # the usual case first: a slot free now, nothing awaited
             grant = limiter.try_acquire(request.method) or await self._acquire(limiter, call)
-        await instrumentation.on_request(request)
+        hooks = instrumentation.on_request(request)
+        if hooks is not None:
+            await hooks
         sent = request.with_header("Authorization", f"Bearer {token}")
         started = self._clock()
         response = await self._transport.handle_async_request(sent)
@@ -415,7 +418,9 @@ class ContractClient:
                 await limiter.learn(grant, status, hints)
         # Hooks and errors see the request without its credential.
         response = response.for_request(request)
-        await instrumentation.on_response(response, self._clock() - started)
+        hooks = instrumentation.on_response(response, self._clock() - started)
+        if hooks is not None:
+            await hooks
         return response
 
     async def _acquire(self, limiter: RateLimiter, call: Call) -> Grant:
@@ -436,11 +441,15 @@ class ContractClient:
         """Send an OAuth token request: hooks and logs see it without its body (the secret)."""
         self._instrumentation.token_requests += 1
         shown = attrs.evolve(request, content=None)
-        await self._instrumentation.on_request(shown)
+        hooks = self._instrumentation.on_request(shown)
+        if hooks is not None:
+            await hooks
         started = self._clock()
         response = await self._transport.handle_async_request(request)
         response = response.for_request(shown)
-        await self._instrumentation.on_response(response, self._clock() - started)
+        hooks = self._instrumentation.on_response(response, self._clock() - started)
+        if hooks is not None:
+            await hooks
         return response
 
     # -- typed helpers for the resources -----------------------------------------------

@@ -76,28 +76,44 @@ class Instrumentation:
             if inspect.isawaitable(result):
                 await result
 
-    async def on_request(self, request: Request) -> None:
-        """Count and report a request about to be sent (its credential not attached)."""
+    def on_request(self, request: Request) -> Awaitable[None] | None:
+        """Count and report a request about to be sent (its credential not attached).
+
+        Returns:
+            The request hooks' run, for the caller to await, or None when there are no
+            hooks (the usual case: no coroutine is made per request).
+        """
         self.requests += 1
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("→ %s %s", request.method, request.path)
-        if self._hooks["request"]:
-            await self.emit("request", request)
+        return self.emit("request", request) if self._hooks["request"] else None
 
-    async def on_response(self, response: Response, elapsed: float) -> None:
-        """Count and report a response."""
+    def on_response(self, response: Response, elapsed: float) -> Awaitable[None] | None:
+        """Count and report a response.
+
+        Returns:
+            The response (and, for a 429, throttle) hooks' run, for the caller to await, or
+            None when no hook follows this response.
+        """
         status = response.status_code
         self.responses[status] += 1
         if logger.isEnabledFor(logging.DEBUG):
             request = response.request
             where = f"{request.method} {request.path}" if request else ""
             logger.debug("← %d %s in %.1f ms", status, where, elapsed * 1000)
-        if self._hooks["response"]:
-            await self.emit("response", response)
+        hooks = self._hooks
+        if hooks["response"] or (status == 429 and hooks["throttle"]):
+            return self._emit_response(response)
         if status == 429:
             self.throttled += 1
-            if self._hooks["throttle"]:
-                await self.emit("throttle", response)
+        return None
+
+    async def _emit_response(self, response: Response) -> None:
+        # The throttle count moves after the response hooks ran, as it always has.
+        await self.emit("response", response)
+        if response.status_code == 429:
+            self.throttled += 1
+            await self.emit("throttle", response)
 
     async def on_retry(self, event: object) -> None:
         """Count and report a retry about to happen."""
