@@ -29,6 +29,7 @@ import hashlib
 import hmac
 import logging
 import secrets
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -160,7 +161,7 @@ class SharedRedis:
         if self._down_since is not None and self._clock() < self._next_try:
             raise RedisUnavailableError("redis is away")
         try:
-            result = await asyncio.wait_for(make(), self.timeout)
+            result = await _within(make(), self.timeout)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # redis-py's errors, timeouts, nonsense from a proxy
@@ -239,3 +240,14 @@ def open_seal(secret: str, sealed: bytes) -> bytes | None:
 
 def _xor(data: bytes, stream: bytes) -> bytes:
     return (int.from_bytes(data, "big") ^ int.from_bytes(stream, "big")).to_bytes(len(data), "big")
+
+
+async def _within(awaitable: Awaitable[T], seconds: float) -> T:
+    """Await under a timeout, without the task ``asyncio.wait_for`` wraps it in before 3.12.
+
+    Every Redis call takes this path: the extra task cost a third of its CPU (3.11).
+    """
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            return await awaitable
+    return await asyncio.wait_for(awaitable, seconds)  # pragma: no cover (3.10)
