@@ -238,11 +238,13 @@ class _Queue:
 
     def try_now(self) -> Grant | None:
         """Grant at once, without suspending, if nobody waits and a slot is free now."""
-        local = self._limiter._local
+        limiter = self._limiter
+        local = limiter._local
         if self._queue or local is None:
             return None
-        slot = local.take(self.name, self.schedule, self._limiter._clock(), max_wait=0.0)
-        return self._grant(slot, 0.0) if isinstance(slot, Slot) else None
+        now = limiter._clock()
+        slot = local.take(self.name, self.schedule, now, max_wait=0.0)
+        return self._grant(slot, 0.0, now) if type(slot) is Slot else None
 
     async def acquire(self, timeout: float | None) -> Grant:
         grant = self.try_now()
@@ -373,10 +375,11 @@ class _Queue:
             wait=wait,
         )
 
-    def _grant(self, slot: Slot, waited: float) -> Grant:
+    def _grant(self, slot: Slot, waited: float, now: float | None = None) -> Grant:
+        """Count a slot as granted (``now``: the clock it was reserved at, if just read)."""
         self.granted += 1
         self.busy = slot.busy
-        self.busy_at = self._limiter._clock()
+        self.busy_at = self._limiter._clock() if now is None else now
         if slot.sent >= 0:
             self.sent = slot.sent
         self.backlogged = slot.backlogged or bool(self._queue)
