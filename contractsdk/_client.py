@@ -198,7 +198,8 @@ class ContractClient:
         self._base = f"{self.environment.base_url}/{api_version}"
         self._timeout = timeout
         self._user_agent = user_agent or _USER_AGENT
-        self._common_headers: dict[str, Headers] = {}  # by Accept: what every request sends
+        # By Accept and whether a JSON body goes: what every such request sends.
+        self._common_headers: dict[tuple[str, bool], Headers] = {}
         self._clock = clock
         self._wall_clock = wall_clock
         self._sleep = sleep
@@ -344,16 +345,14 @@ class ContractClient:
         accept: str,
         idempotency_key: str | None,
     ) -> Request:
-        common = self._common_headers.get(accept)
-        if common is None:  # one per Accept value the resources use: three at most
-            common = self._common_headers[accept] = Headers(
-                {"Accept": accept, "User-Agent": self._user_agent}
-            )
-        headers = common
-        content = None
-        if body is not None:
-            content = _encode_json(body).encode()
-            headers = headers.with_header("Content-Type", "application/json")
+        has_body = body is not None
+        headers = self._common_headers.get((accept, has_body))
+        if headers is None:  # one per Accept value the resources use, with a body or not
+            common = {"Accept": accept, "User-Agent": self._user_agent}
+            if has_body:
+                common["Content-Type"] = "application/json"
+            headers = self._common_headers[accept, has_body] = Headers(common)
+        content = _encode_json(body).encode() if has_body else None
         if method == "POST":
             # Made once per logical call, reused by every attempt; a caller's key wins.
             key = idempotency_key or secrets.token_hex(16)

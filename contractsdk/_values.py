@@ -26,12 +26,14 @@ def iter_fields(fields: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, An
     Both ``nested_fields`` and ``nestedFields`` are followed: the service's own documents
     use both (§8).
     """
-    stack = list(reversed(list(fields)))
+    stack = list(fields)
+    stack.reverse()
     while stack:
         entry = stack.pop()
         yield entry
-        nested = entry.get("nested_fields") or entry.get("nestedFields") or ()
-        stack.extend(reversed(list(nested)))
+        nested = entry.get("nested_fields") or entry.get("nestedFields")
+        if nested:  # most entries have none: no list made for them
+            stack.extend(reversed(list(nested)))
 
 
 def to_wire_value(value: object, date_format: str | None, datetime_format: str | None) -> str:

@@ -22,13 +22,15 @@ __all__ = ["Contracts", "flatten_fields"]
 def flatten_fields(fields: Iterable[Mapping[str, Any]]) -> tuple[ContractField, ...]:
     """Flatten a nested ``fields`` payload into stored fields, parents before children."""
     return tuple(
-        ContractField(id=field.get("id"), name=field.get("name"), value=field["value"])
-        for field in iter_fields(fields)
+        [
+            ContractField(id=field.get("id"), name=field.get("name"), value=field["value"])
+            for field in iter_fields(fields)
+        ]
     )
 
 
-def _created_link(response: Response) -> Link:
-    """Read the new contract's URL from the create call's Link body or ``Location`` header.
+def _created_link(response: Response) -> tuple[Link, int]:
+    """Read the new contract's URL and id from the create call's Link body or ``Location``.
 
     service-api.md §5: create endpoints answer with a bare ``Link``; clients read the id from
     its href.
@@ -38,7 +40,7 @@ def _created_link(response: Response) -> Link:
         body = response.json() if response.content else None
     except ValueError:
         body = None
-    if isinstance(body, Mapping):
+    if type(body) is dict or isinstance(body, Mapping):
         href = body.get("href")
         if href is None:  # a HAL-shaped answer: {"_links": {"self": {"href": ...}}}
             links = body.get("_links")
@@ -46,7 +48,8 @@ def _created_link(response: Response) -> Link:
             href = self_link.get("href") if isinstance(self_link, Mapping) else None
     if not isinstance(href, str):
         href = response.headers.get("location")
-    if not isinstance(href, str) or id_from_href(href) is None:
+    contract_id = id_from_href(href) if isinstance(href, str) else None
+    if not isinstance(href, str) or contract_id is None:
         request = response.request
         raise ResponseValidationError(
             "the create-contract answer names no contract: no Link href or Location header "
@@ -56,7 +59,7 @@ def _created_link(response: Response) -> Link:
             method=request.method if request else "",
             url=request.path if request else "",
         )
-    return Link(rel="self", href=href)
+    return Link(rel="self", href=href), contract_id
 
 
 class Contracts(Resource):
@@ -135,11 +138,11 @@ class Contracts(Resource):
             idempotency_key=idempotency_key,
             trust_key=trust_key,
         )
-        link = _created_link(response)
+        link, contract_id = _created_link(response)
         stored = flatten_fields(fields)
         name = next((field.value for field in stored if field.name == "contract_name"), None)
         return Contract(
-            id=id_from_href(link.href),
+            id=contract_id,
             name=name,
             fields=stored,
             links=(link,),
