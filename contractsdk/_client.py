@@ -357,13 +357,7 @@ class ContractClient:
             # Made once per logical call, reused by every attempt; a caller's key wins.
             key = idempotency_key or secrets.token_hex(16)
             headers = headers.with_header("Idempotency-Key", key)
-        return Request(
-            method=method,
-            url=self._base + path,
-            headers=headers,
-            content=content,
-            timeout=self._timeout,
-        )
+        return Request._make(method, self._base + path, headers, content, self._timeout, {})
 
     async def _send_json(
         self,

@@ -182,19 +182,36 @@ class Request:
         path = rest[slash:] if slash >= 0 else "/"
         return path.split("?", 1)[0]
 
+    @classmethod
+    def _make(
+        cls,
+        method: str,
+        url: str,
+        headers: Headers,
+        content: bytes | None,
+        timeout: float | None,
+        extensions: Mapping[str, Any],
+    ) -> Request:
+        """Make a request of values that need no conversion, on the send path.
+
+        Every request and its per-attempt copy is made here: the slots are set directly,
+        without ``__init__``, whose converter and factories would have nothing to do.
+        """
+        request = _new(cls)
+        _set_method(request, method)
+        _set_url(request, url)
+        _set_request_headers(request, headers)
+        _set_request_content(request, content)
+        _set_timeout(request, timeout)
+        _set_extensions(request, extensions)
+        return request
+
     def with_header(self, name: str, value: str) -> Request:
         """Return a copy of this request with one header added or replaced."""
-        # Made per attempt (the credential goes on a copy): set the slots directly rather
-        # than run __init__ again, whose converter and factories have nothing left to do.
-        copy = object.__new__(Request)
-        _set = object.__setattr__
-        _set(copy, "method", self.method)
-        _set(copy, "url", self.url)
-        _set(copy, "headers", self.headers.with_header(name, value))
-        _set(copy, "content", self.content)
-        _set(copy, "timeout", self.timeout)
-        _set(copy, "extensions", self.extensions)
-        return copy
+        headers = self.headers.with_header(name, value)
+        return Request._make(
+            self.method, self.url, headers, self.content, self.timeout, self.extensions
+        )
 
     def json(self) -> Any:
         """Decode the body as JSON (``None`` when there is no body)."""
@@ -258,15 +275,24 @@ class Response:
         """The body decoded as UTF-8 (undecodable bytes replaced)."""
         return self.content.decode("utf-8", errors="replace")
 
+    @classmethod
+    def _make(
+        cls, status_code: int, headers: Headers, content: bytes, request: Request | None
+    ) -> Response:
+        """Make a response of values that need no conversion (the transport's, a copy's).
+
+        The slots are set directly, as :meth:`Request._make` does.
+        """
+        response = _new(cls)
+        _set_status_code(response, status_code)
+        _set_response_headers(response, headers)
+        _set_response_content(response, content)
+        _set_request(response, request)
+        return response
+
     def for_request(self, request: Request | None) -> Response:
         """Return this response as the answer to ``request`` (e.g. one without credentials)."""
-        copy = object.__new__(Response)  # per exchange: the slots directly, as Request's copy
-        _set = object.__setattr__
-        _set(copy, "status_code", self.status_code)
-        _set(copy, "headers", self.headers)
-        _set(copy, "content", self.content)
-        _set(copy, "request", request)
-        return copy
+        return Response._make(self.status_code, self.headers, self.content, request)
 
     def json(self) -> Any:
         """Decode the body as JSON.
@@ -275,6 +301,18 @@ class Response:
             ValueError: The body is not JSON.
         """
         return _loads(self.content)
+
+
+# The frozen classes' slot setters, for ``_make``: a slot's own descriptor sets it at half
+# the cost of object.__setattr__, which looks the name up first.
+_new = object.__new__
+_set_method, _set_url, _set_request_headers, _set_request_content, _set_timeout = (
+    Request.__dict__[name].__set__ for name in ("method", "url", "headers", "content", "timeout")
+)
+_set_extensions = Request.__dict__["extensions"].__set__
+_set_status_code, _set_response_headers, _set_response_content, _set_request = (
+    Response.__dict__[name].__set__ for name in ("status_code", "headers", "content", "request")
+)
 
 
 def _loads(content: bytes) -> Any:

@@ -100,12 +100,7 @@ class AiohttpTransport:
                 allow_redirects=False,
             ) as raw:
                 content = await raw.read()
-                return Response(
-                    status_code=raw.status,
-                    headers=Headers.lazy(raw.headers),
-                    content=content,
-                    request=request,
-                )
+                return Response._make(raw.status, Headers.lazy(raw.headers), content, request)
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             raise _translate(exc, request) from exc
 
