@@ -159,7 +159,7 @@ def _structure_links(value: object, _: object) -> tuple[Link, ...]:
             if not isinstance(item, dict | Mapping) or not isinstance(item.get("href"), str):
                 raise ValueError("each link needs an href string")
             rel = item.get("rel", "")
-            links.append(Link(rel=rel if type(rel) is str else str(rel), href=item["href"]))
+            links.append(Link._make(rel if type(rel) is str else str(rel), item["href"]))
         return tuple(links)
     if isinstance(value, dict | Mapping):  # HAL: {"self": {"href": ...}}, a rel may hold a list
         links = []
@@ -167,7 +167,7 @@ def _structure_links(value: object, _: object) -> tuple[Link, ...]:
             for item in target if isinstance(target, list) else [target]:
                 if not isinstance(item, dict | Mapping) or not isinstance(item.get("href"), str):
                     raise ValueError(f"link {rel!r} needs an href string")
-                links.append(Link(rel=str(rel), href=item["href"]))
+                links.append(Link._make(str(rel), item["href"]))
         return tuple(links)
     raise ValueError(f"expected links, got {type(value).__name__}")
 
@@ -308,7 +308,7 @@ def _register(
 
 def _structure_contract_field(value: Any, _: Any) -> ContractField:
     # ``in`` on whatever the item is, as cattrs does: a non-object fails, or has no keys.
-    return ContractField(
+    return ContractField._make(
         id=_structure_optional_int(value["id"], None) if "id" in value else None,
         name=_structure_optional_str(value["name"], None) if "name" in value else None,
         value=_structure_str(value["value"], None) if "value" in value else "",
@@ -327,7 +327,7 @@ def _structure_contract(value: Any, _: Any) -> Contract:
         fields = tuple([_structure_contract_field(item, ContractField) for item in items])
     links = _structure_links(value["links"] if "links" in value else get("_links"), None)
     contract_id = _structure_optional_int(get("id"), None)
-    return Contract(
+    return Contract._make(
         # The contract JSON has no id: its self link names it (§7), as _contract_id reads.
         id=id_from_href(self_href(links)) if contract_id is None else contract_id,
         name=_structure_optional_str(get("contract_name"), None),

@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from ._base import Link, id_from_href, raw_field, self_href
+from ._base import Link, id_from_href, raw_field, self_href, slot_setters
 
 __all__ = [
     "User",
@@ -177,6 +177,16 @@ class ContractField:
     name: str | None = None
     value: str = ""
 
+    @classmethod
+    def _make(cls, id: int | None, name: str | None, value: str) -> ContractField:
+        """Make a field of checked values, without ``__init__`` (see ``slot_setters``)."""
+        set_id, set_name, set_value = _CONTRACT_FIELD_SLOTS
+        field = object.__new__(cls)
+        set_id(field, id)
+        set_name(field, name)
+        set_value(field, value)
+        return field
+
 
 @attrs.frozen(kw_only=True)
 class Contract:
@@ -205,6 +215,40 @@ class Contract:
     links: tuple[Link, ...] = ()
     raw: Mapping[str, Any] = raw_field()
 
+    @classmethod
+    def _make(
+        cls,
+        id: int | None,
+        name: str | None,
+        created_date: datetime | None,
+        purchased_date: datetime | None,
+        completed_date: datetime | None,
+        fields: tuple[ContractField, ...],
+        links: tuple[Link, ...],
+        raw: Mapping[str, Any],
+    ) -> Contract:
+        """Make a contract of checked values, without ``__init__`` (see ``slot_setters``)."""
+        (
+            set_id,
+            set_name,
+            set_created_date,
+            set_purchased_date,
+            set_completed_date,
+            set_fields,
+            set_links,
+            set_raw,
+        ) = _CONTRACT_SLOTS
+        contract = object.__new__(cls)
+        set_id(contract, id)
+        set_name(contract, name)
+        set_created_date(contract, created_date)
+        set_purchased_date(contract, purchased_date)
+        set_completed_date(contract, completed_date)
+        set_fields(contract, fields)
+        set_links(contract, links)
+        set_raw(contract, raw)
+        return contract
+
     @property
     def values(self) -> dict[str, str]:
         """The stored values as ``{term name: value}`` (fields without a name are skipped)."""
@@ -214,6 +258,10 @@ class Contract:
     def url(self) -> str | None:
         """The contract's ``self`` URL, if the service sent one."""
         return self_href(self.links)
+
+
+_CONTRACT_FIELD_SLOTS = slot_setters(ContractField)
+_CONTRACT_SLOTS = slot_setters(Contract)
 
 
 def contract_id_from_links(links: tuple[Link, ...]) -> int | None:

@@ -23,7 +23,7 @@ def flatten_fields(fields: Iterable[Mapping[str, Any]]) -> tuple[ContractField, 
     """Flatten a nested ``fields`` payload into stored fields, parents before children."""
     return tuple(
         [
-            ContractField(id=field.get("id"), name=field.get("name"), value=field["value"])
+            ContractField._make(field.get("id"), field.get("name"), field["value"])
             for field in iter_fields(fields)
         ]
     )
@@ -59,7 +59,7 @@ def _created_link(response: Response) -> tuple[Link, int]:
             method=request.method if request else "",
             url=request.path if request else "",
         )
-    return Link(rel="self", href=href), contract_id
+    return Link._make("self", href), contract_id
 
 
 class Contracts(Resource):
@@ -141,9 +141,12 @@ class Contracts(Resource):
         link, contract_id = _created_link(response)
         stored = flatten_fields(fields)
         name = next((field.value for field in stored if field.name == "contract_name"), None)
-        return Contract(
+        return Contract._make(
             id=contract_id,
             name=name,
+            created_date=None,  # the answer is a Link: the dates are the service's to tell
+            purchased_date=None,
+            completed_date=None,
             fields=stored,
             links=(link,),
             raw={"href": link.href, "rel": "self"},
