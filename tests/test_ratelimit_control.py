@@ -462,3 +462,26 @@ def test_an_epoch_of_nothing_but_429s_backs_off_without_a_cut() -> None:
     assert decision.pause == pytest.approx(16 / 170.0)
     admitted = attrs.evolve(refused, answered=106, admitted=100, epoch_age=1.0, streak=1)
     assert decide(control, admitted).control.rate == pytest.approx(100.0 * BETA)
+
+
+def test_a_fleet_measures_w_by_what_it_sent_too() -> None:
+    """Shared, W is at least the fleet's send rate times the share admitted here.
+
+    One process's answers scaled by the live count are a noisy stand-in for the fleet's:
+    eight processes measured W from 62 to 139/s for a limit of 100.
+    """
+    control = attrs.evolve(cubic(w_max=150.0), rate=112.0)
+    few = Observation(
+        status=429,
+        backlogged=True,
+        sent=108.0,
+        epoch_age=2.0,
+        answered=20,
+        admitted=19,
+        admitted_rate=8.0,
+        scale=8.0,
+    )
+    # 108 * 19/20, in the schedule's terms (it granted 108 of its 112 a second).
+    assert decide(control, few).control.w_max == pytest.approx(108.0 * 19 / 20 * 112 / 108)
+    alone = attrs.evolve(few, scale=1.0, answered=200, admitted=190, admitted_rate=95.0)
+    assert decide(control, alone).control.w_max == pytest.approx(95.0)
