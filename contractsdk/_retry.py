@@ -172,7 +172,8 @@ class RetryBudget:
 
     def refund(self, amount: int) -> None:
         """Give ``amount`` back, up to the capacity."""
-        self.available = min(self.capacity, self.available + amount)
+        available = self.available + amount  # every successful call: no min() call
+        self.available = available if available < self.capacity else self.capacity
 
 
 @attrs.frozen(kw_only=True)
@@ -311,19 +312,51 @@ class Retrier:
             ContractSDKError: The last attempt's error, with ``attempts`` set to the number
                 of attempts made. Cancellation propagates at once, never retried.
         """
-        if self.config.timeout is not None:
-            deadline = self._clock() + self.config.timeout
-            call.deadline = deadline if call.deadline is None else min(deadline, call.deadline)
-        call.attempts += 1
+        self.start(call)
         try:
-            # Fast path: most calls succeed at once, and tenacity costs ~60 µs to set up.
             response = await attempt(call)
         except Exception as error:
-            first: Exception = error
+            first = error  # handled outside this block: later errors do not chain to it
         else:
-            if self.budget is not None:
-                self.budget.refund(NO_RETRY_REFUND)
+            self.succeeded_at_once()
             return response
+        return await self.retry(call, first, attempt, on_retry=on_retry)
+
+    def start(self, call: Call) -> None:
+        """Begin a call: set ``call.deadline`` (keeping an earlier one) and count its attempt.
+
+        :meth:`call` in three steps, for a caller that makes the first attempt itself (the
+        client: most calls succeed at once, and an awaited layer less is felt per call):
+        ``start``, the attempt, then :meth:`succeeded_at_once` or :meth:`retry`.
+        """
+        timeout = self.config.timeout
+        if timeout is not None:
+            deadline = self._clock() + timeout
+            call.deadline = deadline if call.deadline is None else min(deadline, call.deadline)
+        call.attempts += 1
+
+    def succeeded_at_once(self) -> None:
+        """A call's first attempt succeeded: the budget gets its refund."""
+        budget = self.budget
+        if budget is not None:
+            budget.refund(NO_RETRY_REFUND)
+
+    async def retry(
+        self,
+        call: Call,
+        first: Exception,
+        attempt: Callable[[Call], Awaitable[Response]],
+        *,
+        on_retry: Callable[[RetryEvent], Awaitable[None] | None] | None = None,
+    ) -> Response:
+        """Go on with a call whose first attempt raised ``first``, as :meth:`call` does.
+
+        Returns:
+            The successful response of a later attempt.
+
+        Raises:
+            ContractSDKError: ``first``, or the last attempt's error, with ``attempts`` set.
+        """
         if self.config.attempts == 1 or not should_retry(first, call=call):
             if isinstance(first, ContractSDKError):
                 first.attempts = call.attempts
@@ -360,7 +393,7 @@ class Retrier:
             reraise=True,
         )
         try:
-            response = await retrying(run)
+            response: Response = await retrying(run)
         except ContractSDKError as error:
             error.attempts = call.attempts
             raise
