@@ -164,10 +164,10 @@ def _structure_links(value: object, _: object) -> tuple[Link, ...]:
     if isinstance(value, dict | Mapping):  # HAL: {"self": {"href": ...}}, a rel may hold a list
         links = []
         for rel, target in value.items():
-            for item in target if isinstance(target, list) else [target]:
+            for item in target if isinstance(target, list) else (target,):
                 if not isinstance(item, dict | Mapping) or not isinstance(item.get("href"), str):
                     raise ValueError(f"link {rel!r} needs an href string")
-                links.append(Link._make(str(rel), item["href"]))
+                links.append(Link._make(rel if type(rel) is str else str(rel), item["href"]))
         return tuple(links)
     raise ValueError(f"expected links, got {type(value).__name__}")
 

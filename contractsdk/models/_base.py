@@ -55,14 +55,17 @@ def raw_field() -> Any:
 
 def self_href(links: tuple[Link, ...]) -> str | None:
     """Return the ``self`` link's URL, if there is one."""
-    return next((link.href for link in links if link.rel == "self"), None)
+    for link in links:  # a loop, not next() over a generator: read with every contract
+        if link.rel == "self":
+            return link.href
+    return None
 
 
 def id_from_href(href: str | None) -> int | None:
     """Return the id at the end of a resource URL (``…/contracts/42`` → 42), if any."""
     if not href:
         return None
-    last = href.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+    last = href.partition("?")[0].rstrip("/").rpartition("/")[2]
     return int(last) if last.isdigit() else None
 
 
