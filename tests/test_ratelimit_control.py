@@ -365,16 +365,15 @@ def test_any_sequence_of_answers_keeps_the_invariants(
 def test_a_fleet_counts_its_answers_together() -> None:
     """One of eight processes sees an eighth of the answers: they count for all.
 
-    The epoch is old enough when the fleet's answers are, not this process's alone (else
-    429s storm while it waits).
+    The epoch is old enough to act on when the fleet's answers are, not this process's
+    alone (else 429s storm while it waits); with too few answers of its own to measure W
+    by, it cuts by BETA.
     """
     control = attrs.evolve(cubic(w_max=200.0), rate=180.0)
-    alone = Observation(status=429, epoch_age=1.5, answered=2, admitted=1, admitted_rate=12.0)
+    alone = Observation(status=429, epoch_age=1.5, answered=3, admitted=2, admitted_rate=12.0)
     assert decide(control, alone).control == control  # young: back off only
     fleet = attrs.evolve(alone, scale=8.0)
-    lowered = decide(control, fleet).control
-    assert lowered.rate is not None and lowered.rate < 180.0
-    assert lowered.w_max == pytest.approx(96.0)  # 12/s here stands for 96/s in all
+    assert decide(control, fleet).control.rate == pytest.approx(180.0 * BETA)
 
 
 def test_a_slow_start_is_held_to_twice_what_is_sent() -> None:
@@ -485,3 +484,18 @@ def test_a_fleet_measures_w_by_what_it_sent_too() -> None:
     assert decide(control, few).control.w_max == pytest.approx(108.0 * 19 / 20 * 112 / 108)
     alone = attrs.evolve(few, scale=1.0, answered=200, admitted=190, admitted_rate=95.0)
     assert decide(control, alone).control.w_max == pytest.approx(95.0 * 112 / 108)
+
+
+def test_too_few_answers_here_cut_by_beta_not_by_a_measurement() -> None:
+    """One of eight processes saw one of two answers admitted: no sample to measure W by."""
+    control = attrs.evolve(cubic(w_max=150.0), rate=124.0)
+    few = Observation(
+        status=429,
+        backlogged=True,
+        sent=124.0,
+        epoch_age=0.7,
+        answered=2,
+        admitted=1,
+        scale=8.0,
+    )
+    assert decide(control, few).control.rate == pytest.approx(124.0 * BETA)

@@ -278,8 +278,11 @@ def _measured_w(rate: float, observation: Observation) -> float | None:
     if observation.phase_slow:
         admitted = max(observation.admitted_rate * observation.scale, fleet)
         return min(rate, admitted) if admitted > 0 else rate
-    if _young(observation):
-        return rate  # too young to measure: a plain multiplicative decrease
+    if _young(observation) or observation.answered < MIN_ANSWERS:
+        # Too young to measure, or too few answers here to stand for a fleet's (one of
+        # eight processes saw one of two admitted: W = 62 for a limit of 100): a plain
+        # multiplicative decrease.
+        return rate
     # Over the epoch, and lately (the end of a climb that only just crossed the limit).
     age = observation.epoch_age
     over_epoch = observation.admitted * observation.scale / age
