@@ -497,6 +497,8 @@ class ContractClient:
         if future is None or refresh or (future.done() and future.exception() is not None):
             future = asyncio.ensure_future(self._fetch_terms(key))
             self._term_sets[key] = future
+        elif future.done():  # the usual case, every create after the first: nothing to await
+            return future.result()
         try:
             return await asyncio.shield(future)
         except Exception:

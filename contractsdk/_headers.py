@@ -229,7 +229,7 @@ _RATE_LIMIT_HEADERS: Final = frozenset(
 
 def has_rate_limit_headers(headers: Mapping[str, str]) -> bool:
     """Whether a response carries any header :func:`parse_rate_limit_headers` reads."""
-    if isinstance(headers, Headers):
+    if type(headers) is Headers or isinstance(headers, Headers):  # exact type: every answer
         return headers.has_any(_RATE_LIMIT_HEADERS)
     return not _RATE_LIMIT_HEADERS.isdisjoint(map(str.lower, headers))
 

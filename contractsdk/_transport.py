@@ -81,7 +81,9 @@ class AiohttpTransport:
 
     async def handle_async_request(self, request: Request) -> Response:
         """Send the request with aiohttp and read the whole body."""
-        session = self._open()
+        session = self._session
+        if session is None or session.closed:
+            session = self._open()
         timeout = self._timeouts.get(request.timeout)
         if timeout is None:  # one per distinct read timeout: a client uses one or two
             timeout = self._timeouts[request.timeout] = aiohttp.ClientTimeout(

@@ -23,9 +23,11 @@ def path_id(value: object, name: str) -> str:
     Raises:
         ConfigurationError: The value is not a non-negative int64 id.
     """
-    if isinstance(value, bool):
+    if type(value) is int:  # the usual case first (a bool's type is bool, not int)
+        number = value
+    elif isinstance(value, bool):
         raise ConfigurationError(f"{name} must be an integer id, got {value!r}")
-    if isinstance(value, int):
+    elif isinstance(value, int):
         number = value
     elif isinstance(value, str) and value.isascii() and value.isdigit():
         number = int(value)
