@@ -15,8 +15,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
-import secrets
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from types import TracebackType
@@ -355,8 +355,8 @@ class ContractClient:
         content = _encode_json(body).encode() if has_body else None
         if method == "POST":
             # Made once per logical call, reused by every attempt; a caller's key wins.
-            key = idempotency_key or secrets.token_hex(16)
-            headers = headers.with_header("Idempotency-Key", key)
+            key = idempotency_key or os.urandom(16).hex()  # secrets.token_hex(16), inlined
+            headers = headers.with_header("Idempotency-Key", key, keep=False)
         return Request._make(method, self._base + path, headers, content, self._timeout, {})
 
     async def _send_json(

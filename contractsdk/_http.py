@@ -47,18 +47,19 @@ class Headers(Mapping[str, str]):
     shown in a traceback without its credential.
     """
 
-    __slots__ = ("_dict", "_source")
+    __slots__ = ("_added", "_dict", "_source")
 
     def __init__(self, headers: Mapping[str, str] | Iterable[tuple[str, str]] = ()) -> None:
         pairs = headers.items() if isinstance(headers, dict | Mapping) else headers
         self._dict: dict[str, tuple[str, str]] | None = {k.lower(): (k, v) for k, v in pairs}
         self._source: Mapping[str, str] | None = None
+        self._added: tuple[str, str, Headers] | None = None
 
     @classmethod
     def _of(cls, items: dict[str, tuple[str, str]]) -> Headers:
         """Wrap an items dict (lower-case name → (name, value)) without copying it."""
         headers = cls.__new__(cls)
-        headers._dict, headers._source = items, None
+        headers._dict, headers._source, headers._added = items, None, None
         return headers
 
     @classmethod
@@ -69,7 +70,7 @@ class Headers(Mapping[str, str]):
         saves building the index for them.
         """
         headers = cls.__new__(cls)
-        headers._dict, headers._source = None, source
+        headers._dict, headers._source, headers._added = None, source, None
         return headers
 
     @property
@@ -120,11 +121,26 @@ class Headers(Mapping[str, str]):
         """Return the ``(name, value)`` pairs with their original spelling (a fast ``items``)."""
         return list(self._items.values())
 
-    def with_header(self, name: str, value: str) -> Headers:
-        """Return a copy with one header added or replaced (cheaper than :meth:`merged`)."""
+    def with_header(self, name: str, value: str, *, keep: bool = True) -> Headers:
+        """Return a copy with one header added or replaced (cheaper than :meth:`merged`).
+
+        Args:
+            name: The header's name.
+            value: Its value.
+            keep: Keep the copy, to return it again for the same header and value (False
+                for a value used once, such as an idempotency key).
+        """
+        # Every GET adds the same credential to the same common headers, and headers never
+        # change, so the last copy can be shared.
+        added = self._added
+        if added is not None and added[0] == name and added[1] == value:
+            return added[2]
         items = self._items.copy()
         items[name.lower()] = (name, value)
-        return Headers._of(items)
+        headers = Headers._of(items)
+        if keep:
+            self._added = (name, value, headers)
+        return headers
 
     def without(self, *names: str) -> Headers:
         """Return a copy without the named headers."""
