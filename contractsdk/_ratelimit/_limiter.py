@@ -243,8 +243,11 @@ class _Queue:
         if self._queue or local is None:
             return None
         now = limiter._clock()
-        slot = local.take(self.name, self.schedule, now, max_wait=0.0)
-        return self._grant(slot, 0.0, now) if type(slot) is Slot else None
+        taken = local.take_fast(self.name, self.schedule, now, max_wait=0.0)
+        if type(taken) is float:
+            return None
+        _, busy, backlogged, control, _, _, _ = taken  # type: ignore[misc]
+        return self._granted(busy, -1.0, backlogged, control, 0.0, now)
 
     async def acquire(self, timeout: float | None) -> Grant:
         grant = self.try_now()
@@ -375,19 +378,36 @@ class _Queue:
             wait=wait,
         )
 
-    def _grant(self, slot: Slot, waited: float, now: float | None = None) -> Grant:
-        """Count a slot as granted (``now``: the clock it was reserved at, if just read)."""
+    def _grant(self, slot: Slot, waited: float) -> Grant:
+        """Count a slot as granted."""
+        return self._granted(
+            slot.busy, slot.sent, slot.backlogged, slot.control, waited, self._limiter._clock()
+        )
+
+    def _granted(
+        self,
+        busy: float,
+        sent: float,
+        backlogged: bool,
+        control: Control,
+        waited: float,
+        now: float,
+    ) -> Grant:
+        """Count a grant and return it.
+
+        From the slot: its busy time, send rate (-1.0: not measured), backlog and learning
+        state; then the seconds waited and the clock it was reserved at.
+        """
         self.granted += 1
-        self.busy = slot.busy
-        self.busy_at = self._limiter._clock() if now is None else now
-        if slot.sent >= 0:
-            self.sent = slot.sent
-        self.backlogged = slot.backlogged or bool(self._queue)
-        control = slot.control
+        self.busy = busy
+        self.busy_at = now
+        if sent >= 0:
+            self.sent = sent
+        self.backlogged = backlogged or bool(self._queue)
         if control.epoch != self.epoch:  # another process lowered the shared rate
             self.epoch = control.epoch
             self.answered = self.admitted = 0
-            self.epoch_start = slot.busy
+            self.epoch_start = busy
         if control.rate != self.schedule.rate or control.phase != self.schedule_phase:
             self.reschedule(control)
         return Grant(self.name, control.epoch, waited, self.granted)
@@ -433,6 +453,11 @@ class RateLimiter:
         self._queues: dict[BucketName, _Queue] = {
             "read": _Queue("read", self),
             "write": _Queue("write", self),
+        }
+        # Every request's path: the usual methods' queues without bucket_name().
+        self._by_method = {
+            method: self._queues[bucket_name(method)]
+            for method in ("GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE")
         }
         initial = {name: self._initial(queue) for name, queue in self._queues.items()}
         self._store: Store = LocalStore(clock, initial) if store is None else store(initial)
@@ -492,7 +517,8 @@ class RateLimiter:
         Never suspends: the hot path of a client under its limit (the buckets in this
         process, nobody queued, a slot free now). Otherwise call :meth:`acquire`.
         """
-        return self._queues[bucket_name(method)].try_now()
+        queue = self._by_method.get(method)
+        return (queue or self._queues[bucket_name(method)]).try_now()
 
     async def record(self, grant: Grant, status_code: int, headers: Mapping[str, str]) -> None:
         """Learn from the answer to a granted request; never raises.
