@@ -499,3 +499,12 @@ def test_too_few_answers_here_cut_by_beta_not_by_a_measurement() -> None:
         scale=8.0,
     )
     assert decide(control, few).control.rate == pytest.approx(124.0 * BETA)
+
+
+def test_a_shared_slow_start_doubles_half_as_fast() -> None:
+    """A fleet's 429s reach it a reservation per process late: it overshoots less so."""
+    control = Control(rate=100.0, phase="slow")
+    alone = grow(control, ceiling=None, sent=1000.0, backlogged=True, now=0.5)
+    shared = grow(control, ceiling=None, sent=1000.0, backlogged=True, now=0.5, shared=True)
+    assert alone.rate == pytest.approx(400.0)
+    assert shared.rate == pytest.approx(200.0)

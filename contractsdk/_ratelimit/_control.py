@@ -460,10 +460,11 @@ def grow(
 ) -> Control:
     """Return the state after busy time passed up to ``now`` without a throttle.
 
-    ``shared``: other processes share the state. Each of them grows it by its own view
-    of the busy clock, and the one furthest ahead wins, so there every increase is held
-    to a multiple of what the fleet sends. A slow start is held to it in any case: a
-    client that cannot send its rate does not learn that the rate is too high.
+    ``shared``: other processes share the state. A slow start doubles half as fast (the
+    fleet's 429s reach it a reservation per process late). Each process grows the state
+    by its own view of the busy clock, and the one furthest ahead wins, so there every
+    increase is held to a multiple of what the fleet sends. A slow start is held to it
+    in any case: a client that cannot send its rate does not learn that it is too high.
     """
     rate = control.rate
     if rate is None or control.phase in ("off", "paced") or now <= control.stamp:
@@ -471,7 +472,10 @@ def grow(
     if control.phase == "slow":
         if not backlogged:  # not using the rate it has: no reason to raise it
             return attrs.evolve(control, stamp=now)
-        target = rate * 2.0 ** ((now - control.stamp) / SLOW_START_DOUBLING)
+        # Shared, the fleet's 429s reach it late (one reservation per process is out):
+        # a slower doubling overshoots less.
+        doubling = SLOW_START_DOUBLING * (2.0 if shared else 1.0)
+        target = rate * 2.0 ** ((now - control.stamp) / doubling)
     else:
         c = (1 - BETA) / control.k_base**3
         target = control.w_max * (1 + c * (now - control.t_fail - control.k) ** 3)
