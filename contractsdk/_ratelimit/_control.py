@@ -365,13 +365,23 @@ def _decrease(
             # A fleet overruns the limit by one reservation per process before a 429
             # reaches them all: probe for a higher limit half as often.
             k = max(k, min(2 * CUBIC_K, K_MAX))
+    return _curve(control, _clamp(w_max * beta, ceiling), w_max, beta, k, now)
+
+
+def _curve(
+    control: Control, rate: float, w_max: float, start: float, k_base: float, now: float
+) -> Control:
+    """A new epoch's CUBIC curve toward ``w_max``, from ``start`` (a share of it) at ``now``.
+
+    K scales with how far below W it starts: ``k_base`` busy seconds for a start at BETA.
+    """
     return Control(
-        rate=_clamp(w_max * beta, ceiling),
+        rate=rate,
         phase="cubic",
         w_max=w_max,
         t_fail=now,
-        k=k * ((1 - beta) / (1 - BETA)) ** (1 / 3),
-        k_base=k,
+        k=k_base * ((1 - start) / (1 - BETA)) ** (1 / 3),
+        k_base=k_base,
         stamp=now,
         epoch=control.epoch + 1,
     )
@@ -399,17 +409,7 @@ def _leave_slow_start(
     # Shared by a fleet, each process measures a K-th of the answers and the climb outruns
     # the measurements: there the curve levels off at what was admitted, as after a decrease.
     w_max = max(failed, measured, new) if observation.scale <= 1 else measured
-    share = new / w_max  # the curve's start, as a share of its W
-    return Control(
-        rate=new,
-        phase="cubic",
-        w_max=w_max,
-        t_fail=now,
-        k=CUBIC_K * ((1 - share) / (1 - BETA)) ** (1 / 3),
-        k_base=CUBIC_K,
-        stamp=now,
-        epoch=control.epoch + 1,
-    )
+    return _curve(control, new, w_max, new / w_max, CUBIC_K, now)
 
 
 def _plateau(control: Control, rate: float, observation: Observation, now: float) -> Control:
