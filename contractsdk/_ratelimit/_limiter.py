@@ -195,17 +195,15 @@ class _Queue:
         self.echo_seq = 0  # grants up to this one were out when the last 429 came
         self.waited = 0.0
         self.schedule = Schedule(rate=None, tau=0.0, burst=1.0)
-        self.capacity = 1.0  # the server's known burst
         self.schedule_phase = "off"  # the phase of the learning state the schedule is from
 
     # -- the schedule the store hands slots out by ---------------------------------------
 
     def reschedule(self, control: Control) -> None:
         """Derive the schedule from the learning state and what is known of the server."""
-        limiter = self._limiter
         self.schedule_phase = control.phase
         rate = control.rate
-        burst = self.capacity = float(limiter.limits.burst or self.server_burst)
+        burst = self.capacity
         if rate is None:
             self.schedule = Schedule(rate=None, tau=0.0, burst=burst)
             return
@@ -225,6 +223,11 @@ class _Queue:
             self._invalidate()
         elif old is None or rate > old * _KICK_RATIO:
             self._kick()
+
+    @property
+    def capacity(self) -> float:
+        """The server's known burst: the configured one, or the most its headers showed."""
+        return float(self._limiter.limits.burst or self.server_burst)
 
     def ceiling(self) -> float | None:
         """The known limit: the configured rate or the server's declared one, the lower."""
