@@ -28,6 +28,7 @@ import asyncio
 import itertools
 import json
 import math
+import os
 import subprocess
 import sys
 import tempfile
@@ -358,8 +359,13 @@ def verdict(checks: Sequence[tuple[str, bool]]) -> str:
 
 
 def redis_binary() -> str | None:
-    """The ``redis-server`` executable, or None when it is not installed."""
-    return executable("redis-server", "/usr/bin/redis-server")
+    """The ``redis-server`` executable, or None when it is not installed.
+
+    ``CONTRACTSDK_TEST_REDIS_SERVER`` names another (``valkey-server``) to measure that.
+    """
+    return os.environ.get("CONTRACTSDK_TEST_REDIS_SERVER") or executable(
+        "redis-server", "/usr/bin/redis-server"
+    )
 
 
 class RedisServer(ProcessContext):

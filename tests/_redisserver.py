@@ -4,6 +4,8 @@ No persistence (``--save '' --appendonly no``), its own temporary directory, and
 ``kill()`` / ``start()`` pair on the same port so that tests can take Redis away mid-run
 and bring it back. When ``redis-server`` is not installed the tests that need it are
 skipped, except under CI (``CI=true``), where that is a failure: ``.ci/run`` installs it.
+``CONTRACTSDK_TEST_REDIS_SERVER`` names another binary that speaks the same protocol and
+Lua (``valkey-server``), to run the same tests against it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ START_TIMEOUT = 10.0
 
 def redis_server_binary() -> str:
     """Return the path of redis-server, or skip (fail under CI) when it is missing."""
+    chosen = os.environ.get("CONTRACTSDK_TEST_REDIS_SERVER")
+    if chosen:
+        return chosen
     path = shutil.which("redis-server") or (
         "/usr/bin/redis-server" if os.path.exists("/usr/bin/redis-server") else None
     )
