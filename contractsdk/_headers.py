@@ -252,7 +252,8 @@ def parse_rate_limit_headers(headers: Mapping[str, str], *, now: float) -> RateL
         return _NO_HINTS  # the usual case: one pass over the names, no lookups
     if not isinstance(headers, Headers):
         headers = Headers(headers)
-    get = headers.get
+    found = headers.pick(_RATE_LIMIT_HEADERS)  # a plain dict: a dozen lookups, each in C
+    get = found.get
     limit: float | None = None
     window: float | None = None
     remaining: float | None = None
@@ -278,7 +279,7 @@ def parse_rate_limit_headers(headers: Mapping[str, str], *, now: float) -> RateL
         remaining, reset = value, _reset_seconds(_number(get("x-ratelimit-reset")), now=now)
 
     try:
-        retry_after = parse_retry_after(headers, now=now)
+        retry_after = parse_retry_after(found, now=now)
     except (ValueError, TypeError, OverflowError):  # a date far out of range
         retry_after = None
     return RateLimitHints(

@@ -117,6 +117,17 @@ class Headers(Mapping[str, str]):
             return not names.isdisjoint(map(str.lower, source.keys()))
         return not names.isdisjoint(self._items.keys())
 
+    def pick(self, names: frozenset[str]) -> dict[str, str]:
+        """Return the headers of these lower-case names that are present, by those names.
+
+        A plain dict for fast repeated lookups; lazy headers stay unindexed.
+        """
+        source = self._source
+        if self._dict is None and source is not None:
+            return {low: value for name, value in source.items() if (low := name.lower()) in names}
+        items = self._items
+        return {name: items[name][1] for name in names & items.keys()}
+
     def pairs(self) -> list[tuple[str, str]]:
         """Return the ``(name, value)`` pairs with their original spelling (a fast ``items``)."""
         return list(self._items.values())

@@ -726,6 +726,44 @@ async def test_remaining_caps_the_tokens() -> None:
     assert limiter.state.write.tokens == 3
 
 
+@pytest.mark.parametrize("seed", range(6))
+async def test_a_paced_bucket_takes_repeated_headers_as_learn_would(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Answers that repeat what a told bucket knows skip learn(), and end in the same state.
+
+    Two limiters see the same answers at the same times; one is made to learn from every
+    answer. Their buckets (tokens, pause, rate, what they know of the server) stay equal.
+    """
+    rng = random.Random(seed)
+    clock = FakeClock()
+    fast = make_limiter(clock, RateLimits(write=50, burst=10))
+    slow = make_limiter(clock, RateLimits(write=50, burst=10))
+    monkeypatch.setattr(slow, "_paced_answer", lambda *args: False)
+    learnt = 0
+    original = RateLimiter.learn
+
+    async def counting(self: RateLimiter, *args: object) -> None:
+        nonlocal learnt
+        learnt += self is fast
+        await original(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(RateLimiter, "learn", counting)
+    for _ in range(60):
+        headers = {"X-RateLimit-Limit": rng.choice(["50", "50", "50", "40"])}
+        headers["X-RateLimit-Remaining"] = str(rng.choice([0, 1, 2, 5, 9, 9, 9, 30]))
+        headers["X-RateLimit-Reset"] = str(rng.choice([1, 1, 2]))
+        if rng.random() < 0.1:
+            headers["Retry-After"] = "1"
+        status = rng.choice([200, 200, 200, 201, 503])
+        grants = await clock.run(asyncio.gather(fast.acquire("POST"), slow.acquire("POST")))
+        for limiter, grant in zip((fast, slow), grants, strict=True):
+            await limiter.record(grant, status, headers)
+        assert fast.state == slow.state
+        await clock.advance(rng.choice([0.0, 0.005, 0.02, 0.1, 1.0]))
+    assert learnt < 60  # the fast path was taken
+
+
 async def test_rate_change_applies_to_waiters_at_once() -> None:
     """set_limits takes effect immediately, also for a task already waiting."""
     clock = FakeClock()

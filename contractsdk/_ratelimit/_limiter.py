@@ -568,9 +568,42 @@ class RateLimiter:
             return hints
         if grant.seq > queue.echo_seq:
             queue.streak = 0
-        if hints is _NO_HINTS and queue.schedule_phase == "paced":
+        if queue.schedule_phase == "paced" and (
+            hints is _NO_HINTS or self._paced_answer(queue, status_code, hints)
+        ):
             return None
         return hints
+
+    def _paced_answer(self, queue: _Queue, status_code: int, hints: RateLimitHints) -> bool:
+        """Take a paced bucket's answer (not a 429) here if it repeats what is known.
+
+        The same limit and policy, a reset no longer than seen, and a remaining count that
+        does not raise the known burst: all :meth:`learn` would do is cap the tokens this
+        client holds at the server's count, done here. A client paced at its limit sees one
+        of these per request. Returns whether it was taken.
+        """
+        if hints.retry_after is not None and status_code >= 500:
+            return False
+        if hints.limit is not None and hints.limit != queue.server_limit:
+            return False
+        declared = hints.rate
+        if declared is not None and declared != queue.server_rate:
+            return False
+        if hints.reset is not None and hints.reset > queue.max_reset:
+            return False
+        remaining = hints.remaining
+        if remaining is None:
+            return True
+        if remaining + 1 > queue.server_burst and queue.server_burst < _burst_cap(queue):
+            return False
+        local = self._local
+        if local is None:  # through a shared store only an empty counter is written
+            if remaining < 1:
+                return False
+        else:
+            local.cap_tokens(queue.name, queue.schedule, remaining, self._clock())
+        queue.server_remaining = remaining
+        return True
 
     async def learn(self, grant: Grant, status_code: int, hints: RateLimitHints) -> None:
         """Take one learning step from an answer :meth:`note` counted (never raises)."""

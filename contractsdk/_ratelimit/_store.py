@@ -378,11 +378,18 @@ class LocalStore:
             state.paused_until = now + pause
             if rate is not None:
                 state.tat = max(state.tat, now + pause + schedule.tau)
-        if tokens is not None and rate is not None:
-            # At most `tokens` requests may go at once from now on; with none left, the
-            # next goes one interval from now.
-            state.tat = max(state.tat, now + schedule.tau - (tokens - 1) / rate)
+        if tokens is not None:
+            self.cap_tokens(bucket, schedule, tokens, now)
         return replaced
+
+    def cap_tokens(self, bucket: BucketName, schedule: Schedule, tokens: float, now: float) -> None:
+        """Let at most ``tokens`` requests go at once from now on (one interval apart at 0)."""
+        rate = schedule.rate
+        if rate is not None:
+            state = self._buckets[bucket]
+            capped = now + schedule.tau - (tokens - 1) / rate
+            if capped > state.tat:
+                state.tat = capped
 
     def paused_until(self, bucket: BucketName) -> float:
         """The end of the bucket's pause (monotonic), or -inf."""
