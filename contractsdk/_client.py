@@ -121,7 +121,8 @@ class ContractClient:
             allowed only for loopback hosts.
         api_version: The API version path segment.
         approved_versions: The versions production may use.
-        timeout: Seconds to wait for an answer to each attempt (None: no limit).
+        timeout: Seconds each attempt may take, from asking for a connection to the last
+            byte of the answer (None: no limit).
         connect_timeout: Seconds to wait for a connection.
         max_connections: The connection pool's size.
         rate_limits: The read and write rates to pace requests at. By default the

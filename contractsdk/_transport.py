@@ -85,12 +85,15 @@ class AiohttpTransport:
         if session is None or session.closed:
             session = self._open()
         timeout = self._timeouts.get(request.timeout)
-        if timeout is None:  # one per distinct read timeout: a client uses one or two
+        if timeout is None:  # one per distinct timeout: a client uses one or two
+            # The whole attempt, not each socket read: a server that trickles a byte at a
+            # time must not hold a call for ever (and one timer per request costs less
+            # than one rescheduled per read).
             timeout = self._timeouts[request.timeout] = aiohttp.ClientTimeout(
-                total=None,
+                total=request.timeout,
                 connect=None,
                 sock_connect=self._connect_timeout,
-                sock_read=request.timeout,
+                sock_read=None,
             )
         try:
             async with session.request(

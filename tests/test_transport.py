@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from typing import Any
 
@@ -179,3 +180,45 @@ async def test_whole_flow_over_aioresponses() -> None:
     assert terms.find("contract_breakClauseStart") is not None
     assert fetched.values["contract_breakClauseStart"] == "3 months"
     assert service.contracts == {}
+
+
+async def test_a_server_that_trickles_its_answer_times_out() -> None:
+    """``timeout`` bounds the whole answer: a byte every 50 ms never ends the wait alone.
+
+    A read timeout per socket read would be reset by every byte; a hostile or broken
+    server could hold the call for ever.
+    """
+    stop = asyncio.Event()
+    handlers: list[asyncio.Task[None]] = []
+
+    async def trickle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        handlers.append(asyncio.current_task())  # type: ignore[arg-type]
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
+            for _ in range(200):  # 10 s at most
+                if stop.is_set():
+                    break
+                writer.write(b" ")
+                await writer.drain()
+                await asyncio.sleep(0.05)
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
+    server = await asyncio.start_server(trickle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    transport = AiohttpTransport()
+    request = Request(method="GET", url=f"http://127.0.0.1:{port}/v1/x", timeout=0.5)
+    try:
+        with pytest.raises(ReadTimeoutError):
+            await asyncio.wait_for(transport.handle_async_request(request), 5)
+    finally:
+        stop.set()
+        await transport.aclose()
+        server.close()
+        await asyncio.wait_for(asyncio.gather(*handlers), 5)
+        await server.wait_closed()

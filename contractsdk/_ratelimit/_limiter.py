@@ -550,11 +550,9 @@ class RateLimiter:
         known limit, teaches nothing, and the client's hot path stops here.
         """
         queue = self._queues[grant.bucket]
-        hints = (
-            parse_rate_limit_headers(headers, now=self._wall_clock())
-            if has_rate_limit_headers(headers)
-            else _NO_HINTS
-        )
+        hints = _NO_HINTS
+        if has_rate_limit_headers(headers):  # most answers: no clock read, nothing parsed
+            hints = parse_rate_limit_headers(headers, now=self._wall_clock())
         throttled = status_code == 429
         if grant.epoch == queue.epoch:
             queue.answered += 1
