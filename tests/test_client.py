@@ -182,6 +182,29 @@ async def test_ids_can_never_change_the_path(
     assert service.requests == []
 
 
+class _HostileInt(int):
+    """An int whose every text form says a path."""
+
+    def __str__(self) -> str:
+        return "../../admin"
+
+    __repr__ = __format__ = __str__  # type: ignore[assignment]
+
+    def __int__(self) -> int:
+        return 666
+
+    __index__ = __int__
+
+
+async def test_an_int_subclass_id_is_sent_by_its_integer_value(
+    client: ContractClient, service: FakeService
+) -> None:
+    """An int subclass's __str__, __int__ and __index__ never reach the path."""
+    user = await client.users.get(_HostileInt(7))
+    assert user.id == 7
+    assert [request.url.rsplit("/v1", 1)[1] for request in service.requests] == ["/users/7"]
+
+
 async def test_digit_string_ids_are_accepted(client: ContractClient) -> None:
     """An id given as a string of digits works like the int."""
     user = await client.users.get("7")  # type: ignore[arg-type]

@@ -28,7 +28,9 @@ def path_id(value: object, name: str) -> str:
     elif isinstance(value, bool):
         raise ConfigurationError(f"{name} must be an integer id, got {value!r}")
     elif isinstance(value, int):
-        number = value
+        # Its integer value, by int's own method: a subclass's __str__, __int__ or
+        # __index__ may say anything (``../../admin``).
+        number = int.__int__(value)
     elif isinstance(value, str) and value.isascii() and value.isdigit():
         number = int(value)
     else:
