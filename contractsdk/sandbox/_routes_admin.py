@@ -18,10 +18,12 @@ from ._emulator import UNCHANGED, Emulator, Role, Unchanged
 from ._faults import FaultRule
 from ._wire import (
     ApiError,
+    decode_json,
     is_int,
     is_number,
     json_response,
     parse_id,
+    read_body,
     read_json,
     read_object,
     require_int,
@@ -61,13 +63,14 @@ class AdminRoutes:
     async def token(self, request: web.Request) -> web.Response:
         """``POST /oauth/token``: the client-credentials grant, JSON or form body (§2)."""
         ctype = request.content_type
-        raw = await request.read()
+        raw = await read_body(request)
         params: dict[str, Any]
         try:
             if ctype == "application/x-www-form-urlencoded":
+                # parse_qsl decodes %-escapes with errors="replace": no lone surrogates.
                 params = dict(parse_qsl(raw.decode(), keep_blank_values=True))
             elif raw.strip():
-                decoded = json.loads(raw)
+                decoded = decode_json(raw)
                 if not isinstance(decoded, dict):
                     raise ValueError("not an object")
                 params = decoded

@@ -7,6 +7,7 @@ Everything here is about how the service writes and reads bytes on the wire
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -20,6 +21,7 @@ INT64_MAX = 2**63 - 1
 
 _ID_RE = re.compile(r"-?[0-9]{1,20}")
 _JSON_TYPES = ("application/json",)
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
 class ApiError(Exception):
@@ -215,6 +217,90 @@ def parse_id(raw: str, name: str) -> int:
     raise ApiError(400, f'Invalid {name} "{raw[:40]}": expected a 64-bit integer')
 
 
+def has_lone_surrogate(text: str) -> bool:
+    r"""Tell whether a string holds a lone UTF-16 surrogate, i.e. cannot be written as UTF-8.
+
+    Such strings come from JSON escapes like ``"\ud800"``, from CESU-8 bytes that
+    ``json.loads`` lets through, and from header bytes that are not UTF-8 (aiohttp decodes
+    them with ``surrogateescape``).
+
+    Args:
+        text: Any string.
+
+    Returns:
+        True when some code point is in U+D800..U+DFFF.
+    """
+    return not text.isascii() and _SURROGATE_RE.search(text) is not None
+
+
+def _reject_constant(name: str) -> Any:
+    # RFC 8259 has no NaN or Infinity; Python's json accepts them unless told not to.
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
+
+
+def decode_json(raw: bytes) -> Any:
+    """Decode a JSON request body strictly, so that what is accepted can be stored and echoed.
+
+    Besides ``json.loads``' own checks this refuses ``NaN``/``Infinity``, numbers that
+    overflow a double (``1e400``) and strings or keys holding a lone surrogate: each would
+    be stored and then fail every response that writes it (UTF-8 cannot encode a
+    surrogate; RFC 8259 §8.2 leaves such strings' meaning unpredictable).
+
+    Args:
+        raw: The body.
+
+    Returns:
+        The decoded value.
+
+    Raises:
+        ValueError: for anything but strict JSON (bad UTF-8 and over-long integers
+            included), with a message fit for the client.
+        RecursionError: for absurdly deep nesting.
+    """
+    value = json.loads(raw, parse_constant=_reject_constant, parse_float=_finite_float)
+    # Iterative on purpose: the value may be nested as deep as json.loads allows.
+    pending = [value]
+    for _ in range(len(raw) + 1):  # a value holds fewer items than its text has bytes
+        if not pending:
+            return value
+        item = pending.pop()
+        if isinstance(item, str):
+            if has_lone_surrogate(item):
+                raise ValueError("string holds a lone surrogate (\\ud800-\\udfff escape)")
+        elif isinstance(item, dict):
+            pending.extend(item)
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    raise AssertionError("unreachable: more JSON values than bytes")
+
+
+async def read_body(request: web.Request) -> bytes:
+    """Read a request body, turning a body that cannot be decoded into a 400.
+
+    Args:
+        request: The request.
+
+    Returns:
+        The body.
+
+    Raises:
+        ApiError: 400 when the transfer coding is broken (a bad chunk, for instance).
+        aiohttp.web.HTTPRequestEntityTooLarge: when the body exceeds ``client_max_size``.
+    """
+    try:
+        return await request.read()
+    except web.RequestPayloadError as exc:
+        raise ApiError(400, f"Malformed request body: {str(exc)[:200]}") from None
+
+
 async def read_json(request: web.Request) -> Any:
     """Read and decode a JSON request body.
 
@@ -222,7 +308,7 @@ async def read_json(request: web.Request) -> Any:
         request: The request.
 
     Returns:
-        The decoded value (any JSON type).
+        The decoded value (any JSON type; see :func:`decode_json`).
 
     Raises:
         ApiError: 415 for a non-JSON ``Content-Type``, 400 for an empty or malformed body.
@@ -233,11 +319,11 @@ async def read_json(request: web.Request) -> Any:
         mime = ctype.split(";", 1)[0].strip().lower()
         if mime not in _JSON_TYPES and not mime.endswith("+json"):
             raise ApiError(415, f"Content type '{mime}' not supported; send application/json")
-    body = await request.read()
+    body = await read_body(request)
     if not body.strip():
         raise ApiError(400, "Required request body is missing")
     try:
-        return json.loads(body)
+        return decode_json(body)
     except (ValueError, RecursionError) as exc:
         # ValueError covers bad UTF-8 and int strings over Python's digit limit;
         # RecursionError covers absurdly deep nesting. Both are the client's fault.

@@ -188,3 +188,94 @@ async def test_embedded_app_builds_hrefs_from_the_request(session: aiohttp.Clien
         assert data["_links"]["self"]["href"] == f"http://example.test/v1/users/{user.id}"
     finally:
         await runner.cleanup()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(b'{"name": "\\ud800"}', id="escape"),
+        pytest.param(b'{"name": "ok\\udfff"}', id="low-escape"),
+        pytest.param(b'{"name": "\xed\xa0\x80"}', id="cesu-8-bytes"),
+        pytest.param(b'{"name": "ok", "\\ud800": 1}', id="in-a-key"),
+    ],
+)
+async def test_a_lone_surrogate_team_name_is_a_400_and_changes_nothing(
+    api: Api, server: SandboxServer, data: bytes
+) -> None:
+    """Issue 9: a team name with a lone surrogate was stored, answered 500, then poisoned reads."""
+    user = server.users[0]
+    teams_before = dict(server.state.teams)
+    headers = {"Content-Type": "application/json"}
+    (await api.call("POST", f"/v1/users/{user.id}/teams", data=data, headers=headers)).spring(400)
+    team_id = user.personal_team_id
+    (await api.call("PATCH", f"/v1/teams/{team_id}", data=data, headers=headers)).spring(400)
+    assert server.state.teams == teams_before
+    assert server.state.teams[team_id].name == "Personal Team"
+    assert (await api.get(f"/v1/users/{user.id}/teams")).status == 200
+    assert (await api.get(f"/v1/teams/{team_id}")).status == 200
+
+
+async def test_lone_surrogates_are_refused_in_every_body(api: Api, server: SandboxServer) -> None:
+    """User fields, contract field values and token parameters with a lone surrogate give 4xx."""
+    user = server.users[0]
+    headers = {"Content-Type": "application/json"}
+    bad_user = b'{"email": "a@b.co", "first_name": "\\udc00", "last_name": "x"}'
+    (await api.call("POST", "/v1/users", data=bad_user, headers=headers)).spring(400)
+    bad_contract = (
+        b'{"created_by_user_id": %d, "template_id": %d, '
+        b'"fields": [{"name": "contract_name", "value": "\\ud83d"}]}'
+        % (user.id, ast_template_id(server))
+    )
+    path = _contracts_path(server)
+    (await api.call("POST", path, data=bad_contract, headers=headers)).spring(400)
+    assert server.state.contracts == {}
+    assert len(server.state.users) == len(server.users)
+    token = await api.call(
+        "POST",
+        "/oauth/token",
+        data=b'{"grant_type": "client_credentials", "client_id": "\\ud800", "client_secret": "x"}',
+        headers=headers,
+        auth=False,
+    )
+    assert token.status == 400
+    assert token.json()["error"] == "invalid_request"
+
+
+async def test_a_surrogate_pair_escape_is_one_character(api: Api, server: SandboxServer) -> None:
+    """A valid surrogate pair escape decodes to its character and is stored."""
+    user = server.users[0]
+    data = b'{"name": "Home \\ud83c\\udfe0"}'
+    reply = await api.call(
+        "POST",
+        f"/v1/users/{user.id}/teams",
+        data=data,
+        headers={"Content-Type": "application/json"},
+    )
+    assert reply.status == 201
+    assert reply.json()["name"] == "Home 🏠"
+
+
+@pytest.mark.parametrize("literal", [b"NaN", b"Infinity", b"-Infinity", b"1e400", b"-1e999"])
+async def test_non_finite_numbers_are_not_json(
+    api: Api, server: SandboxServer, literal: bytes
+) -> None:
+    """NaN, Infinity and numbers beyond a double are a JSON parse error (400), anywhere."""
+    for data in (b'{"name": ' + literal + b"}", b'{"name": "x", "z": [' + literal + b"]}"):
+        reply = await api.call(
+            "POST",
+            f"/v1/users/{server.users[0].id}/teams",
+            data=data,
+            headers={"Content-Type": "application/json"},
+        )
+        assert "JSON parse error" in reply.spring(400)
+    faults = await api.call(
+        "PUT",
+        "/__sandbox/faults",
+        data=b'[{"route": "*", "latency": ' + literal + b"}]",
+        headers={
+            "Authorization": f"Bearer {server.admin_token}",
+            "Content-Type": "application/json",
+        },
+    )
+    faults.spring(400)
+    assert server.faults == ()
