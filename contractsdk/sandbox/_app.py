@@ -27,7 +27,7 @@ from ._faults import Fault, Outcome
 from ._idempotency import MAX_KEY_LENGTH, fingerprint
 from ._routes_admin import AdminRoutes
 from ._routes_v1 import ApiRoutes
-from ._wire import ApiError, error_response
+from ._wire import ApiError, error_response, has_lone_surrogate
 
 EMULATOR_KEY = web.AppKey("contractsdk_sandbox_emulator", Emulator)
 
@@ -95,7 +95,8 @@ class _Pipeline:
 
     async def _admin(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         token = bearer_token(request.headers.get("Authorization")) or ""
-        if not hmac.compare_digest(token.encode(), self._admin_token):
+        # surrogatepass: header bytes that are not UTF-8 arrive as lone surrogates.
+        if not hmac.compare_digest(token.encode("utf-8", "surrogatepass"), self._admin_token):
             return error_response(
                 401,
                 "The admin API needs the admin token",
@@ -163,9 +164,9 @@ class _Pipeline:
         self, request: web.Request, handler: Handler, principal: str, key: str
     ) -> web.StreamResponse:
         path = request.path
-        if not key.strip() or len(key) > MAX_KEY_LENGTH:
+        if not key.strip() or len(key) > MAX_KEY_LENGTH or has_lone_surrogate(key):
             return error_response(
-                400, f"Idempotency-Key must be 1 to {MAX_KEY_LENGTH} characters", path
+                400, f"Idempotency-Key must be 1 to {MAX_KEY_LENGTH} characters of UTF-8", path
             )
         store = self._emulator.idempotency
         record = store.get(principal, key)

@@ -18,7 +18,6 @@ Invariants:
 from __future__ import annotations
 
 import base64
-import binascii
 import hmac
 import json
 import secrets
@@ -165,7 +164,7 @@ class Authenticator:
             try:
                 decoded = base64.b64decode(basic[6:].strip(), validate=True).decode()
                 client_id, _, client_secret = decoded.partition(":")
-            except (binascii.Error, UnicodeDecodeError):
+            except ValueError:  # not base64 (binascii.Error), not ASCII, not UTF-8
                 raise TokenError(400, "invalid_request", "Malformed Basic credentials") from None
         grant = params.get("grant_type")
         if grant is None:

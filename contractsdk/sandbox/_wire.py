@@ -138,9 +138,15 @@ def error_body(status: int, message: str, path: str) -> dict[str, Any]:
         "timestamp": iso_millis(utc_now()),
         "status": status,
         "error": reason,
-        "message": message,
-        "path": path,
+        # Both may echo request bytes that are not UTF-8 (a header, a path segment);
+        # the error must still be writable, so those become "?".
+        "message": _writable(message),
+        "path": _writable(path),
     }
+
+
+def _writable(text: str) -> str:
+    return text if text.isascii() else text.encode("utf-8", "replace").decode()
 
 
 def error_response(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -117,3 +120,36 @@ def shared_team(server: SandboxServer, name: str) -> int:
 def contract_id(reply: Reply) -> int:
     """The contract id from a create reply's Location header."""
     return int(reply.headers["Location"].rsplit("/", 1)[1])
+
+
+async def raw_request(
+    server: SandboxServer, request: bytes, timeout: float = 10.0
+) -> tuple[int, bytes]:
+    """Send bytes on a fresh connection; return the status and body of the answer.
+
+    For requests no HTTP client would send (header bytes that are not UTF-8, for instance).
+    Send ``Connection: close``: the answer is read until the server closes.
+    """
+    host, port = server.url.removeprefix("http://").rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    answer = b""
+    try:
+        writer.write(request)
+        await writer.drain()
+        for _ in range(10_000):  # bounded: the answers here are far below 10,000 reads
+            chunk = await asyncio.wait_for(reader.read(65536), timeout)
+            if not chunk:
+                break
+            answer += chunk
+    except ConnectionResetError:
+        # aiohttp closes after answering a request it cannot parse; bytes of ours it
+        # never read make the kernel reset the connection. The answer must be in by then.
+        pass
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionResetError):
+            await writer.wait_closed()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    match = re.match(rb"HTTP/1\.[01] (\d{3}) ", head)
+    assert match is not None, f"no HTTP answer (connection dropped?) to {request[:200]!r}"
+    return int(match.group(1)), body

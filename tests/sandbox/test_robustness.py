@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import logging
 
 import aiohttp
@@ -11,7 +12,7 @@ from aiohttp import web
 
 from contractsdk.sandbox import EMULATOR_KEY, SandboxConfig, SandboxServer, create_app
 
-from ._helpers import Api, ast_template_id
+from ._helpers import Api, ast_template_id, raw_request
 
 
 def _contracts_path(server: SandboxServer) -> str:
@@ -279,3 +280,55 @@ async def test_non_finite_numbers_are_not_json(
     )
     faults.spring(400)
     assert server.faults == ()
+
+
+def _raw(method: str, path: str, headers: dict[str, bytes], body: bytes = b"") -> bytes:
+    lines = [f"{method} {path} HTTP/1.1".encode(), b"Host: 127.0.0.1", b"Connection: close"]
+    lines += [name.encode() + b": " + value for name, value in headers.items()]
+    lines.append(b"Content-Length: %d" % len(body))
+    return b"\r\n".join(lines) + b"\r\n\r\n" + body
+
+
+async def test_header_bytes_that_are_not_utf8_get_a_4xx(server: SandboxServer) -> None:
+    """Non-UTF-8 bytes in Authorization, Content-Type or Idempotency-Key: a 4xx, never a 500."""
+    key = f"Bearer {server.api_key}".encode()
+    admin = f"Bearer {server.admin_token}".encode()
+    json_type = b"application/json"
+    team_path = f"/v1/users/{server.users[0].id}/teams"
+    cases = [
+        # The admin token check encoded the header as strict UTF-8.
+        ("GET", "/__sandbox/info", {"Authorization": admin + b"\xff"}, 401),
+        ("GET", "/__sandbox/info", {"Authorization": b"Bearer \xed\xa0\x80"}, 401),
+        # Content-Type is echoed in the 415 message.
+        ("POST", team_path, {"Authorization": key, "Content-Type": b"application/\xff"}, 415),
+        # A key that is not text is refused rather than remembered.
+        (
+            "POST",
+            team_path,
+            {"Authorization": key, "Content-Type": json_type, "Idempotency-Key": b"k\xff"},
+            400,
+        ),
+    ]
+    for method, path, headers, status in cases:
+        answer_status, body = await raw_request(
+            server, _raw(method, path, headers, b'{"name": "t"}')
+        )
+        assert answer_status == status, (headers, body)
+        assert json.loads(body)["status"] == status
+    assert len(server.state.teams) == len(server.teams)
+    assert len(server.app[EMULATOR_KEY].idempotency) == 0
+
+
+async def test_malformed_basic_credentials_are_invalid_request(server: SandboxServer) -> None:
+    """Basic credentials that are not ASCII base64 give 400 invalid_request, not a 500."""
+    for credentials in (b"Basic \xc3\xa9\xc3\xa9", b"Basic !!!", b"Basic /w=="):
+        status, body = await raw_request(
+            server,
+            _raw(
+                "POST",
+                "/oauth/token",
+                {"Authorization": credentials, "Content-Type": b"application/json"},
+                b'{"grant_type": "client_credentials"}',
+            ),
+        )
+        assert (status, json.loads(body)["error"]) == (400, "invalid_request"), body
