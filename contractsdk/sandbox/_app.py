@@ -5,6 +5,7 @@ For ``/v1`` requests the sequence is::
     authenticate (401)  →  rate limit (429)  →  fault: latency, reset, 5xx
         →  Idempotency-Key (replay / 409 / 422)  →  handler  →  fault: lost
 
+A request with a compressed body is refused first (415), whatever its path.
 ``/oauth/token`` skips authentication, rate limits and idempotency (faults apply only
 when a rule names it); ``/__sandbox/`` checks the admin token and nothing else. Every
 error — ours, aiohttp's (404, 405, 413) or an unexpected exception (500) — leaves as a
@@ -70,6 +71,25 @@ def _drop(request: web.Request) -> None:
         transport.abort()
 
 
+def _refuse_content_coding(request: web.Request) -> web.Response | None:
+    """Refuse a compressed request body (415), as the service's Spring stack does not inflate.
+
+    aiohttp would inflate gzip and deflate bodies; one that fails to inflate, and that no
+    handler read, fails aiohttp's drain after the answer and closes a connection the client
+    was told it could reuse. ``Connection: close`` here ends it openly instead.
+    """
+    coding = request.headers.get("Content-Encoding", "").strip().lower()
+    if coding in ("", "identity") or not request.body_exists:
+        return None
+    response = error_response(
+        415,
+        f"Content-Encoding '{coding[:40]}' not supported; send the body uncompressed",
+        request.path,
+    )
+    response.force_close()
+    return response
+
+
 class _Pipeline:
     def __init__(self, emulator: Emulator) -> None:
         self._emulator = emulator
@@ -78,10 +98,13 @@ class _Pipeline:
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         path = request.path
+        refused = _refuse_content_coding(request)
         if path.startswith("/__sandbox/"):
-            return await self._admin(request, handler)
+            return refused or await self._admin(request, handler)
         response: web.StreamResponse | None
-        if path.startswith("/v1/"):
+        if refused is not None:
+            response = refused
+        elif path.startswith("/v1/"):
             response = await self._api(request, handler)
         else:
             response = await self._run(

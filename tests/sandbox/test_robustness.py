@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import logging
+from typing import cast
 
 import aiohttp
 import pytest
 from aiohttp import web
 
 from contractsdk.sandbox import EMULATOR_KEY, SandboxConfig, SandboxServer, create_app
+from contractsdk.sandbox._wire import ApiError, read_body
 
 from ._helpers import Api, ast_template_id, raw_request
 
@@ -332,3 +335,36 @@ async def test_malformed_basic_credentials_are_invalid_request(server: SandboxSe
             ),
         )
         assert (status, json.loads(body)["error"]) == (400, "invalid_request"), body
+
+
+async def test_a_compressed_body_is_415_and_the_connection_ends_openly(
+    api: Api, server: SandboxServer
+) -> None:
+    """A Content-Encoding body gets 415 with Connection: close, and the next request works.
+
+    aiohttp inflated it: garbage with an Idempotency-Key gave a 500, and garbage no handler
+    read closed a keep-alive connection after the answer, so the next request failed.
+    """
+    user = server.users[0]
+    for body in (gzip.compress(b'{"name": "zipped"}'), b"\x1f\x8b\x08garbage"):
+        for path, key in ((f"/v1/users/{user.id}/teams", "zip"), ("/v1/nothing", None)):
+            headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+            if key is not None:
+                headers["Idempotency-Key"] = key
+            reply = await api.call("POST", path, data=body, headers=headers)
+            assert "Content-Encoding 'gzip'" in reply.spring(415)
+            assert reply.headers["Connection"] == "close"
+            assert (await api.get(f"/v1/users/{user.id}")).status == 200
+    assert len(server.state.teams) == len(server.teams)
+
+
+async def test_read_body_turns_a_broken_payload_into_a_400() -> None:
+    """A body aiohttp cannot decode (RequestPayloadError) is the client's 400, not a 500."""
+
+    class Broken:
+        async def read(self) -> bytes:
+            raise web.RequestPayloadError("bad chunk")
+
+    with pytest.raises(ApiError) as caught:
+        await read_body(cast(web.Request, Broken()))
+    assert caught.value.status == 400
