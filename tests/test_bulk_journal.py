@@ -213,6 +213,19 @@ def test_a_name_the_team_already_has_is_refused(journal: Journal) -> None:
     assert "already has a contract named 'Flat 1' (contract 555)" in (decision.record.error or "")
 
 
+def test_a_created_row_without_an_id_does_not_hide_a_name_the_team_has(
+    journal: Journal,
+) -> None:
+    """``NOT IN`` a list holding NULL matches nothing: the created rows' ids skip NULLs."""
+    run = journal.begin_run("create", None)
+    journal.register(run, [prepared("ref:A", "Flat A")])
+    journal.db.execute("UPDATE rows SET state = 'created', contract_id = NULL")
+    journal.apply_listing(70, [("Flat 1", 555)])
+    decision = journal.register(run, [prepared("ref:B", "Flat 1", number=2)])[0]
+    assert not decision.send
+    assert "already has a contract named 'Flat 1' (contract 555)" in (decision.record.error or "")
+
+
 def test_reconciliation_finds_not_finds_and_refuses_to_guess(journal: Journal) -> None:
     """Listing: one match → created; none → pending again; several → failed, by hand."""
     run = journal.begin_run("create", None)

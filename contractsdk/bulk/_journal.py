@@ -133,6 +133,18 @@ CREATE TABLE IF NOT EXISTS team_contracts (
 ) WITHOUT ROWID;
 """
 
+#: The teams' listed contracts that no created row of the job claims: the one query behind
+#: every "could a contract of this name be ours, or someone else's?" question. A temporary
+#: view: each connection makes its own, and the file's schema is unchanged.
+_UNCLAIMED = """
+CREATE TEMP VIEW IF NOT EXISTS unclaimed AS
+SELECT t.team_id, t.name, t.contract_id FROM team_contracts AS t
+WHERE t.contract_id NOT IN (
+    SELECT r.contract_id FROM rows AS r
+    WHERE r.state = 'created' AND r.team_id = t.team_id AND r.contract_id IS NOT NULL
+)
+"""
+
 _COLUMNS = (
     "key, row, line, name, team_id, template_id, state, contract_id, attempts, error, "
     "retryable, reconciled, vals, run, reported, digest"
@@ -201,6 +213,7 @@ class Journal:
             if not readonly:
                 db.executescript(_SCHEMA)
             journal.header()  # proves the file is a journal
+            db.execute(_UNCLAIMED)
         except sqlite3.DatabaseError as exc:
             raise JournalError(f"{target} is not a usable bulk journal: {exc}") from None
         return journal
@@ -412,11 +425,9 @@ class Journal:
         return [
             found[0]
             for found in self.db.execute(
-                "SELECT contract_id FROM team_contracts WHERE team_id = ? AND name = ? "
-                "AND contract_id NOT IN (SELECT contract_id FROM rows "
-                "WHERE state = 'created' AND team_id = ? AND contract_id IS NOT NULL) "
+                "SELECT contract_id FROM unclaimed WHERE team_id = ? AND name = ? "
                 "ORDER BY contract_id",
-                (team_id, name, team_id),
+                (team_id, name),
             )
         ]
 
@@ -480,13 +491,8 @@ class Journal:
             ]
         if existing is None or existing.attempts == 0 or existing.name != prepared.name:
             # A contract of this name that no request of ours could have made.
-            found = self.db.execute(
-                "SELECT contract_id FROM team_contracts WHERE team_id = ? AND name = ? "
-                "AND contract_id NOT IN "
-                "(SELECT contract_id FROM rows WHERE state = 'created' AND team_id = ?) LIMIT 1",
-                (prepared.team_id, prepared.name, prepared.team_id),
-            ).fetchone()
-            if found is not None:
+            found = self._unclaimed(prepared.team_id, prepared.name)
+            if found:
                 return [
                     f"team {prepared.team_id} already has a contract named {prepared.name!r} "
                     f"(contract {found[0]}) that this job did not create; rename the row or "
@@ -666,10 +672,8 @@ class Journal:
         failed = "state = 'failed'" if every_failure else "(state = 'failed' AND retryable = 1)"
         # Invariant 3: a row that was sent is not sent while its name is in the listing.
         listed = (
-            "attempts > 0 AND EXISTS (SELECT 1 FROM team_contracts AS t "
-            "WHERE t.team_id = rows.team_id AND t.name = rows.name AND t.contract_id NOT IN "
-            "(SELECT contract_id FROM rows AS r WHERE r.state = 'created' "
-            "AND r.team_id = rows.team_id AND r.contract_id IS NOT NULL))"
+            "attempts > 0 AND EXISTS (SELECT 1 FROM unclaimed AS u "
+            "WHERE u.team_id = rows.team_id AND u.name = rows.name)"
         )
         cursor = self.db.execute(
             f"SELECT {_COLUMNS} FROM rows WHERE run = ? AND reported < ? AND key > ? "
