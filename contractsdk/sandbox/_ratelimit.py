@@ -24,6 +24,9 @@ from collections.abc import Callable
 
 import attrs
 
+MIN_RATE = 1e-6
+MAX_BURST = 1e9
+
 
 @attrs.frozen
 class RateLimits:
@@ -37,6 +40,11 @@ class RateLimits:
             worth of the rate (at least 1), so a fresh principal may send ``rate``
             requests at once and then ``rate`` per second.
         rate_headers: Whether to send ``Retry-After`` and ``X-RateLimit-*`` headers.
+
+    Raises:
+        ValueError: for a rate below :data:`MIN_RATE` (one request in about 11.6 days)
+            or not finite, or a burst outside 1 to :data:`MAX_BURST`; beyond those
+            bounds the headers' seconds, ``burst / rate``, overflow a float.
     """
 
     read_rate: float | None = 25.0
@@ -47,10 +55,12 @@ class RateLimits:
     def __attrs_post_init__(self) -> None:
         for name in ("read_rate", "write_rate"):
             rate = getattr(self, name)
-            if rate is not None and not (math.isfinite(rate) and rate > 0):
-                raise ValueError(f"{name} must be a positive number or None, got {rate!r}")
-        if self.burst is not None and not (math.isfinite(self.burst) and self.burst >= 1):
-            raise ValueError(f"burst must be at least 1 or None, got {self.burst!r}")
+            if rate is not None and not (math.isfinite(rate) and rate >= MIN_RATE):
+                raise ValueError(
+                    f"{name} must be a number of at least {MIN_RATE:g} or None, got {rate!r}"
+                )
+        if self.burst is not None and not (1 <= self.burst <= MAX_BURST):
+            raise ValueError(f"burst must be 1 to {MAX_BURST:g} or None, got {self.burst!r}")
 
     def capacity(self, rate: float) -> float:
         """Return the bucket capacity for a rate.

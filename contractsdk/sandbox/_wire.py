@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from http import HTTPStatus
@@ -21,6 +22,7 @@ INT64_MAX = 2**63 - 1
 
 _ID_RE = re.compile(r"-?[0-9]{1,20}")
 _JSON_TYPES = ("application/json",)
+_FLOAT_MAX = int(sys.float_info.max)
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
@@ -367,15 +369,18 @@ def is_int(value: object) -> TypeGuard[int]:
 
 
 def is_number(value: object) -> TypeGuard[int | float]:
-    """Tell whether a decoded JSON value is a number (JSON ``true`` is not).
+    """Tell whether a decoded JSON value is a number usable as a float (JSON ``true`` is not).
 
     Args:
         value: A decoded JSON value.
 
     Returns:
-        True for ints and floats other than bools.
+        True for finite floats and for ints within a double's range, bools excepted (an
+        int of 400 digits would raise OverflowError wherever it meets a float).
     """
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value) if isinstance(value, float) else abs(value) <= _FLOAT_MAX
 
 
 def json_type(value: object) -> str:

@@ -143,6 +143,28 @@ async def test_put_and_get_limits(api: Api, server: SandboxServer) -> None:
         (await api.admin("PUT", "/__sandbox/limits", bad)).spring(400)
 
 
+async def test_absurd_limits_are_400_and_change_nothing(api: Api, server: SandboxServer) -> None:
+    """Absurd limits and fault numbers are a 400 and leave the settings alone.
+
+    Issue 9: a 400-digit rate raised OverflowError (500); a 5e-324 rate or a 1e308 burst
+    was accepted, and then every /v1 request answered 500.
+    """
+    before = server.limits
+    for bad in (
+        {"read_rate": 10**400},
+        {"burst": -(10**400)},
+        {"read_rate": 5e-324},
+        {"read_rate": 0.001, "burst": 1e308},
+    ):
+        (await api.admin("PUT", "/__sandbox/limits", bad)).spring(400)
+        assert server.limits == before
+        assert (await api.get("/v1/users")).status == 200
+    rule = {"route": "*", "status_500": 10**400}
+    (await api.admin("PUT", "/__sandbox/faults", [rule])).spring(400)
+    (await api.admin("PUT", "/__sandbox/faults", [{"route": "*", "latency": 10**400}])).spring(400)
+    assert server.faults == ()
+
+
 async def test_info_summarises_the_seed(api: Api, server: SandboxServer) -> None:
     """GET /__sandbox/info lists users, teams, contract types with template ids, limits, faults."""
     data = (await api.admin("GET", "/__sandbox/info")).json()

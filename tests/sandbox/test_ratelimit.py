@@ -108,12 +108,33 @@ def test_changing_limits_settles_at_the_old_rate() -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"read_rate": 0.0}, {"write_rate": -1.0}, {"burst": 0.5}, {"read_rate": float("nan")}],
+    [
+        {"read_rate": 0.0},
+        {"write_rate": -1.0},
+        {"burst": 0.5},
+        {"read_rate": float("nan")},
+        {"read_rate": 5e-324},
+        {"write_rate": 1e-7},
+        {"burst": 1e308},
+        {"burst": float("inf")},
+    ],
 )
 def test_invalid_limits_are_refused(kwargs: dict[str, float]) -> None:
-    """Non-positive or NaN rates and a burst below 1 raise ValueError."""
+    """Rates below 1e-6 or NaN, and a burst outside 1..1e9, raise ValueError.
+
+    A smaller rate or a larger burst made ``burst / rate`` infinite, and every request
+    then answered 500 computing its rate-limit headers.
+    """
     with pytest.raises(ValueError, match="must be"):
         RateLimits(**kwargs)  # type: ignore[arg-type]
+
+
+def test_the_extreme_limits_still_give_integer_headers() -> None:
+    """At the smallest rate and the largest burst the header seconds are finite integers."""
+    limiter = RateLimiter(RateLimits(read_rate=1e-6, burst=1e9), FakeClock())
+    for _ in range(3):
+        headers = limiter.acquire("p", write=False).headers
+        assert int(headers["X-RateLimit-Reset"]) <= 10**15
 
 
 async def test_429_has_a_spring_body_and_headers(session: aiohttp.ClientSession) -> None:
