@@ -28,7 +28,7 @@ from ._faults import Fault, Outcome
 from ._idempotency import MAX_KEY_LENGTH, fingerprint
 from ._routes_admin import AdminRoutes
 from ._routes_v1 import ApiRoutes
-from ._wire import ApiError, error_response, has_lone_surrogate
+from ._wire import ApiError, error_response, has_lone_surrogate, is_host
 
 EMULATOR_KEY = web.AppKey("contractsdk_sandbox_emulator", Emulator)
 
@@ -130,6 +130,10 @@ class _Pipeline:
 
     async def _api(self, request: web.Request, handler: Handler) -> web.StreamResponse | None:
         emulator = self._emulator
+        if emulator.base_url is None and not is_host(request.host):
+            # Hrefs are built from Host (Emulator.origin); one that cannot be written
+            # would fail the answer after the handler has changed the data.
+            return error_response(400, "Invalid Host header", request.path)
         try:
             principal = emulator.auth.principal(request.headers.get("Authorization"))
         except ApiError as exc:

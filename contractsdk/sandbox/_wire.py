@@ -23,6 +23,7 @@ INT64_MAX = 2**63 - 1
 _ID_RE = re.compile(r"-?[0-9]{1,20}")
 _JSON_TYPES = ("application/json",)
 _FLOAT_MAX = int(sys.float_info.max)
+_HOST_RE = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9\-._~!$&'()*+,;=%]+)(?::[0-9]{0,5})?")
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
@@ -202,6 +203,19 @@ def links_array(href: str) -> list[dict[str, str]]:
         ``[{"rel": "self", "href": href}]``.
     """
     return [{"rel": "self", "href": href}]
+
+
+def is_host(text: str) -> bool:
+    """Tell whether a ``Host`` header is ``host[:port]`` as RFC 3986 §3.2.2 spells a host.
+
+    Args:
+        text: The header value.
+
+    Returns:
+        True for a registered name (ASCII letters, digits, ``-._~``, sub-delims,
+        %-escapes) or a bracketed IP literal, with an optional port.
+    """
+    return len(text) <= 300 and _HOST_RE.fullmatch(text) is not None
 
 
 def parse_id(raw: str, name: str) -> int:

@@ -122,15 +122,13 @@ def contract_id(reply: Reply) -> int:
     return int(reply.headers["Location"].rsplit("/", 1)[1])
 
 
-async def raw_request(
-    server: SandboxServer, request: bytes, timeout: float = 10.0
-) -> tuple[int, bytes]:
-    """Send bytes on a fresh connection; return the status and body of the answer.
+async def raw_request(url: str, request: bytes, timeout: float = 10.0) -> tuple[int, bytes]:
+    """Send bytes on a fresh connection to ``http://host:port``; return status and body.
 
     For requests no HTTP client would send (header bytes that are not UTF-8, for instance).
     Send ``Connection: close``: the answer is read until the server closes.
     """
-    host, port = server.url.removeprefix("http://").rsplit(":", 1)
+    host, port = url.removeprefix("http://").rsplit(":", 1)
     reader, writer = await asyncio.open_connection(host, int(port))
     answer = b""
     try:

@@ -314,7 +314,7 @@ async def test_header_bytes_that_are_not_utf8_get_a_4xx(server: SandboxServer) -
     ]
     for method, path, headers, status in cases:
         answer_status, body = await raw_request(
-            server, _raw(method, path, headers, b'{"name": "t"}')
+            server.url, _raw(method, path, headers, b'{"name": "t"}')
         )
         assert answer_status == status, (headers, body)
         assert json.loads(body)["status"] == status
@@ -326,7 +326,7 @@ async def test_malformed_basic_credentials_are_invalid_request(server: SandboxSe
     """Basic credentials that are not ASCII base64 give 400 invalid_request, not a 500."""
     for credentials in (b"Basic \xc3\xa9\xc3\xa9", b"Basic !!!", b"Basic /w=="):
         status, body = await raw_request(
-            server,
+            server.url,
             _raw(
                 "POST",
                 "/oauth/token",
@@ -368,3 +368,42 @@ async def test_read_body_turns_a_broken_payload_into_a_400() -> None:
     with pytest.raises(ApiError) as caught:
         await read_body(cast(web.Request, Broken()))
     assert caught.value.status == 400
+
+
+async def test_an_embedded_app_refuses_a_host_it_cannot_write(
+    session: aiohttp.ClientSession,
+) -> None:
+    """Without a base_url, a Host that is not host[:port] gives 400 before anything changes.
+
+    Hrefs are built from Host: non-UTF-8 bytes there made POST /v1/users create the user
+    and then answer 500 while writing its Location.
+    """
+    app = create_app(SandboxConfig(read_rate=None, write_rate=None))
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        host, port = runner.addresses[0][:2]
+        url = f"http://{host}:{port}"
+        emulator = app[EMULATOR_KEY]
+        users_before = dict(emulator.state.users)
+        body = b'{"email": "new@example.com", "first_name": "N", "last_name": "U"}'
+        for bad_host in (b"\xff", b"ex\xed\xa0\x80.test", b"exa mple", b"a/b", b"[::1"):
+            request = (
+                b"POST /v1/users HTTP/1.1\r\nHost: " + bad_host + b"\r\nConnection: close\r\n"
+                b"Authorization: Bearer " + emulator.seed.api_keys[0].encode() + b"\r\n"
+                b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+            ) + body
+            status, answer = await raw_request(url, request)
+            assert status == 400, (bad_host, answer)
+            assert json.loads(answer)["message"] == "Invalid Host header"
+        assert emulator.state.users == users_before
+        headers = {"Authorization": f"Bearer {emulator.seed.api_keys[0]}"}
+        for good_host in ("example.test", "example.test:8080", "[::1]:80", "127.0.0.1"):
+            async with session.get(
+                f"{url}/v1/users", headers={**headers, "Host": good_host}
+            ) as response:
+                assert response.status == 200, good_host
+    finally:
+        await runner.cleanup()
