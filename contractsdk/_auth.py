@@ -15,6 +15,15 @@ Invariants of :class:`TokenAuth` (the token cache):
   expiry, every caller waits for the refresh.
 * ``invalidate(token)`` drops the cache only if it still holds that token, so a 401 that
   raced a refresh never throws away the new token.
+* A failed token request, however it failed (no connection, a timeout, a 5xx, an answer
+  that cannot be used), opens a backoff window: until it ends no new request starts, and
+  callers get a copy of the same error at once (or the current token while it is still
+  valid). The window starts at ``BACKOFF_INITIAL`` s, doubles with each failure in a row up
+  to ``BACKOFF_MAX`` s, is jittered down by up to half, and a success closes it. Without it,
+  each retry of each waiting call started a request of its own: 100 calls against a token
+  endpoint that refused connections made over 80 requests in half a second.
+* A token request is bounded in time (the client's ``timeout``, else ``TOKEN_TIMEOUT``),
+  and a token lives at most ``MAX_TOKEN_LIFETIME``, whatever its ``expires_in`` says.
 * Secrets (the key, the client secret, tokens) never reach a repr, a log line or an error.
 * Shared through Redis (``redis=``), the token is fetched once for every process that uses
   the credential: a process that needs one reads the shared token; if there is none fit
@@ -30,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import copy
 import hashlib
 import json
 import logging
@@ -49,7 +59,14 @@ from ._redis import RedisUnavailableError, SharedRedis, open_seal, seal
 if TYPE_CHECKING:
     from ._config import Environment
 
-__all__ = ["ApiKey", "Auth", "ClientCredentials", "StaticAuth", "TokenAuth"]
+__all__ = [
+    "ApiKey",
+    "Auth",
+    "ClientCredentials",
+    "StaticAuth",
+    "TokenAuth",
+    "redacted_token_response",
+]
 
 logger = logging.getLogger("contractsdk.auth")
 
@@ -237,6 +254,15 @@ class _Token:
 
 #: Seconds a process may hold the shared token lock (its token request's own limit).
 TOKEN_LOCK_SECONDS = 10.0
+#: Seconds a token request may take when the client has no ``timeout`` of its own.
+TOKEN_TIMEOUT = 30.0
+#: The lifetime of a token whose answer gives no ``expires_in`` (RFC 6749 §5.1: optional).
+DEFAULT_TOKEN_LIFETIME = 3600.0
+#: The longest a token is used, whatever its ``expires_in`` says (24 h): a token cached for
+#: ever would outlive its revocation.
+MAX_TOKEN_LIFETIME = 86_400.0
+#: The fields of a token answer (RFC 6749 §5.1, OpenID Connect) or request that are secret.
+SECRET_FIELDS = frozenset({"access_token", "refresh_token", "id_token", "client_secret"})
 #: Seconds between looks at the shared token while another process fetches it.
 TOKEN_POLL = 0.05
 _DELETE_IF_SAME = """
@@ -258,13 +284,97 @@ def _reason(response: Response) -> str:
     return "the body is not a JSON error" if response.content else "the body is empty"
 
 
+def _lifetime(expires_in: object) -> float:
+    """Return the seconds a token may be used, from its answer's ``expires_in``.
+
+    A lifetime over :data:`MAX_TOKEN_LIFETIME` is cut to it; one under a second counts as
+    a second.
+
+    Raises:
+        ValueError: ``expires_in`` is not a finite positive number (NaN, infinite, zero,
+            negative, a string, a bool); the message says which, after "expires_in".
+    """
+    if isinstance(expires_in, bool) or not isinstance(expires_in, int | float):
+        raise ValueError("is not a number")
+    # Python's json reads NaN and Infinity. An int is finite however large (10**400 is too
+    # large for float(), so compare it as an int).
+    if isinstance(expires_in, float) and not math.isfinite(expires_in):
+        raise ValueError("is not finite")
+    if expires_in <= 0:
+        raise ValueError("is not positive")
+    return max(1.0, float(min(expires_in, MAX_TOKEN_LIFETIME)))
+
+
+def redacted_token_response(response: Response) -> Response:
+    """Return a token endpoint's answer as hooks, logs and errors may show it.
+
+    A JSON object keeps its other fields; the values of :data:`SECRET_FIELDS` become
+    ``[redacted]``, and so does any copy of them elsewhere in the body. A body that is not a
+    JSON object but names a secret field (a form-encoded answer, say) is dropped; any other
+    body (an error page) is kept as it is.
+
+    Args:
+        response: The answer as the token endpoint sent it.
+
+    Returns:
+        A copy with the secrets removed (``response`` itself when it holds none).
+    """
+    content = response.content
+    if not any(name.encode() in content for name in SECRET_FIELDS):
+        return response
+    try:
+        answer = response.json()
+    except (ValueError, RecursionError):  # RecursionError: hostile nesting
+        answer = None
+    shown = b""
+    if isinstance(answer, dict):
+        hidden = [v for k, v in answer.items() if k in SECRET_FIELDS and isinstance(v, str) and v]
+        fields = {k: "[redacted]" if k in SECRET_FIELDS else v for k, v in answer.items()}
+        with contextlib.suppress(ValueError, RecursionError):
+            text = json.dumps(fields)
+            for value in hidden:  # an echo of a secret in another field
+                text = text.replace(json.dumps(value)[1:-1], "[redacted]")
+            shown = text.encode()
+    return attrs.evolve(response, content=shown)
+
+
+def _again(error: BaseException) -> BaseException:
+    """Return a copy of a token request's failure, to raise to one more caller.
+
+    Raising the one stored object to every caller during a backoff would add each caller's
+    frames to its traceback, which would grow for as long as the failures last.
+    """
+    try:
+        again = copy.copy(error)  # our errors pickle, and so copy (ContractSDKError.__reduce__)
+    except Exception:  # a class that cannot be rebuilt from its state: the original, then
+        return error
+    again.__cause__ = error.__cause__
+    return again
+
+
+@attrs.frozen
+class _Failure:
+    """The last token request's failure, raised again to callers until ``retry_at``."""
+
+    error: BaseException
+    retry_at: float
+
+
 class TokenAuth:
-    """OAuth client credentials with a cached, single-flight, refreshed-early token."""
+    """OAuth client credentials with a cached, single-flight, refreshed-early token.
+
+    Failed token requests back off (see the module's invariants), and a token request is
+    bounded by ``TOKEN_TIMEOUT`` unless the client sets its own ``timeout``.
+    """
 
     #: Refresh this long before expiry at most (azure-core uses 300 s).
     REFRESH_MARGIN = 300.0
     #: Spread refreshes over up to this many seconds (azure-core #43720 uses 60 s).
     REFRESH_JITTER = 60.0
+    #: Seconds without a token request after a first failure; doubled per failure in a row.
+    BACKOFF_INITIAL = 0.5
+    #: The longest backoff after failed token requests.
+    BACKOFF_MAX = 30.0
 
     def __init__(
         self,
@@ -290,6 +400,8 @@ class TokenAuth:
         self._rng = rng
         self._cached: _Token | None = None
         self._refresh: asyncio.Task[_Token] | None = None
+        self._failure: _Failure | None = None  # the last request's, while backing off
+        self._failures = 0  # failed requests in a row
         self.requests = 0  # token requests made, for tests and diagnostics
 
     def __repr__(self) -> str:
@@ -309,6 +421,12 @@ class TokenAuth:
         if cached is not None and now < cached.refresh_at:
             return cached.value
         if self._refresh is None:
+            failure = self._failure
+            if failure is not None and now < failure.retry_at:
+                # Backing off after a failed request: no new one yet, whoever asks.
+                if cached is not None and now < cached.expires_at:
+                    return cached.value
+                raise _again(failure.error)
             self._refresh = asyncio.ensure_future(self._fetch())
             self._refresh.add_done_callback(self._refresh_done)
         elif cached is not None and now < cached.expires_at:
@@ -326,10 +444,34 @@ class TokenAuth:
         return token.value
 
     def _refresh_done(self, task: asyncio.Task[_Token]) -> None:
+        """Cache the fetched token, or open the backoff window after a failure."""
         if self._refresh is task:
             self._refresh = None
-        if not task.cancelled() and task.exception() is None:
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is None:
             self._cached = task.result()
+            self._failure, self._failures = None, 0
+            return
+        self._failures += 1
+        delay = self._backoff(self._failures)
+        self._failure = _Failure(error, self._clock() + delay)
+        logger.debug(
+            "token request failed (%s); the next one in %.1f s at the earliest",
+            type(error).__name__,
+            delay,
+        )
+
+    def _backoff(self, failures: int) -> float:
+        """Seconds without a token request after ``failures`` failed ones in a row.
+
+        Exponential from ``BACKOFF_INITIAL`` to ``BACKOFF_MAX``, jittered down by up to half
+        so that many clients that failed together do not all come back together; never
+        less than half, so that a window always holds off the retries that follow.
+        """
+        cap = min(self.BACKOFF_MAX, self.BACKOFF_INITIAL * 2.0 ** min(failures - 1, 32))
+        return cap * (0.5 + self._rng() / 2)
 
     async def invalidate(self, token: str) -> bool:
         """Drop ``token`` if it is still the cached one; a fresh one may then succeed.
@@ -455,6 +597,8 @@ class TokenAuth:
             url=self._token_url,
             headers=Headers({"Content-Type": "application/json", "Accept": "application/json"}),
             content=json.dumps(body).encode(),
+            # Never unbounded: the client replaces this with its own timeout, if it has one.
+            timeout=TOKEN_TIMEOUT,
         )
         self.requests += 1
         logger.debug("requesting an access token from %s", self._token_url)
@@ -475,10 +619,11 @@ class TokenAuth:
         token_type = answer.get("token_type", "Bearer")
         if not isinstance(token_type, str) or token_type.lower() != "bearer":
             raise self._error(f"unsupported token_type {token_type!r}", response)
-        expires_in = answer.get("expires_in", 3600)
-        if isinstance(expires_in, bool) or not isinstance(expires_in, int | float):
-            raise self._error("the token endpoint's expires_in is not a number", response)
-        lifetime = max(float(expires_in), 1.0)
+        try:
+            lifetime = _lifetime(answer.get("expires_in", DEFAULT_TOKEN_LIFETIME))
+        except ValueError as exc:
+            # Rejected rather than guessed: NaN was never cached, infinity cached for ever.
+            raise self._error(f"the token endpoint's expires_in {exc}", response) from None
         logger.debug("received an access token valid for %.0f s", lifetime)
         return self._token(value, lifetime, started)
 
@@ -490,6 +635,6 @@ class TokenAuth:
             status_code=response.status_code,
             method="POST",
             url=self._token_url,
-            body=response.text[:2000].replace(self._secret, "[redacted]"),
+            body=redacted_token_response(response).text[:2000].replace(self._secret, "[redacted]"),
             headers=Headers(response.headers).redacted(),
         )

@@ -21,6 +21,7 @@ from contractsdk import (
     Response,
     TokenRequestError,
 )
+from contractsdk._auth import TokenAuth
 from contractsdk.testing import MockTransport, json_response
 from tests._fakeservice import FakeService
 from tests.conftest import API_KEY
@@ -312,9 +313,10 @@ class TestTokenEndpointFailures:
         assert len(transport.requests) == 1  # the API was never called
 
     async def test_next_call_retries_the_token_request(self) -> None:
-        """A failed token request is not cached: the next call asks again."""
+        """A failed token request is not cached: the next call after the backoff asks again."""
         answers = [json_response(503, {}), None]
         server = TokenServer()
+        clock = FakeClock()
 
         async def handler(request: Request) -> Response:
             if request.path == "/oauth/token" and answers and answers[0] is not None:
@@ -323,11 +325,12 @@ class TestTokenEndpointFailures:
 
         credentials = ClientCredentials(client_id="cid", client_secret=SECRET)
         async with ContractClient(
-            rate_limits=None, credentials=credentials, transport=MockTransport(handler)
+            rate_limits=None, credentials=credentials, transport=MockTransport(handler), clock=clock
         ) as c:
             with pytest.raises(TokenRequestError):
                 await c.users.get(7)
             answers.clear()
+            clock.now += TokenAuth.BACKOFF_INITIAL  # the first backoff is at most this long
             assert (await c.users.get(7)).id == 7
 
 
