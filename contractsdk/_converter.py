@@ -18,6 +18,7 @@ A body that cannot be read raises :class:`ResponseValidationError` naming each b
 from __future__ import annotations
 
 import re
+import reprlib
 import sys
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta, timezone
@@ -115,10 +116,17 @@ def _coerce_int(value: object) -> int:
     ):
         result = int(value)
     else:
-        raise ValueError(f"expected an integer, got {value!r}")
+        raise ValueError(f"expected an integer, got {_short_repr(value)}")
     if not _INT64_MIN <= result <= _INT64_MAX:
-        raise ValueError(f"{result} does not fit in int64")
+        raise ValueError(f"{_short_repr(value)} does not fit in int64")
     return result
+
+
+def _short_repr(value: object) -> str:
+    """A bounded repr for a message: a hostile value may be huge, or nested 5,000 deep."""
+    if isinstance(value, int) and not _INT64_MIN <= value <= _INT64_MAX:
+        return f"an integer of {value.bit_length()} bits"  # repr refuses > 4,300 digits
+    return reprlib.repr(value)
 
 
 def _structure_str(value: object, _: object) -> str:
@@ -359,17 +367,23 @@ def _hook(cls: Any) -> Callable[[Any, Any], Any]:
     return hook
 
 
+#: The longest problem line an error keeps (the lines name the field first).
+_LINE_MAX = 300
+
+
 def _describe(exc: Exception) -> list[str]:
     if isinstance(exc, cattrs.BaseValidationError):
-        return cattrs.transform_error(exc, path="$")
-    return [f"$: {exc}"]
+        lines = cattrs.transform_error(exc, path="$")
+    else:
+        lines = [f"$: {exc}"]
+    return [line if len(line) <= _LINE_MAX else line[: _LINE_MAX - 1] + "…" for line in lines]
 
 
 def _explain(data: Any, cls: Any) -> list[str]:
     """Return the detailed converter's description of why ``data`` is not a ``cls``."""
     try:
         _detailed.structure(data, cls)
-    except (cattrs.BaseValidationError, ValueError, TypeError, KeyError) as exc:
+    except Exception as exc:  # whatever hostile data made it raise: described, never raised
         return _describe(exc)
     return ["$: could not be read"]  # pragma: no cover - the converters agree on failures
 

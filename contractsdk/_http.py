@@ -343,9 +343,18 @@ _set_status_code, _set_response_headers, _set_response_content, _set_request = (
 
 
 def _loads(content: bytes) -> Any:
-    # RFC 8259 §8.1: JSON between systems is UTF-8; decoding first skips json's detection.
+    """Decode JSON; every way hostile bytes can fail is a ValueError.
+
+    json raises ValueError for bad JSON (and UnicodeDecodeError, one), but RecursionError for
+    arrays or objects nested deeper than the interpreter's recursion limit allows: a few KB
+    of ``[[[[…`` would otherwise escape every caller's ``except ValueError``.
+    """
     try:
-        text = content.decode("utf-8")
-    except UnicodeDecodeError:
-        return json.loads(content)  # another UTF encoding, detected by json
-    return json.loads(text)
+        # RFC 8259 §8.1: JSON between systems is UTF-8; decoding first skips json's detection.
+        try:
+            text = content.decode("utf-8")
+        except UnicodeDecodeError:
+            return json.loads(content)  # another UTF encoding, detected by json
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("the JSON is nested too deeply to decode") from None

@@ -62,11 +62,21 @@ def self_href(links: tuple[Link, ...]) -> str | None:
 
 
 def id_from_href(href: str | None) -> int | None:
-    """Return the id at the end of a resource URL (``…/contracts/42`` → 42), if any."""
+    """Return the id at the end of a resource URL (``…/contracts/42`` → 42), if any.
+
+    Ids are int64 (reference/service-api.md §7): a last segment of other digits (``²``, which
+    ``isdigit`` accepts and ``int`` refuses; ``١٢``), or too large, is not an id.
+    """
     if not href:
         return None
     last = href.partition("?")[0].rstrip("/").rpartition("/")[2]
-    return int(last) if last.isdigit() else None
+    if not (last.isascii() and last.isdigit() and len(last) <= 19):  # 19: int64's digits
+        return None
+    number = int(last)
+    return number if number <= _INT64_MAX else None
+
+
+_INT64_MAX = 2**63 - 1
 
 
 RawDict = Mapping[str, Any]
