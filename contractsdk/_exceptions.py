@@ -335,13 +335,14 @@ def _service_message(response: Response) -> tuple[str | None, str | None]:
     if text[:1] in "{[" or "json" in content_type:
         try:
             body = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than json can go
             body = None
         if isinstance(body, dict):
             message = body.get("message") or body.get("error_description") or body.get("detail")
             error = body.get("error") or body.get("title")
             return (
-                str(message)[:500] if message else None,
+                # Only a scalar is a message: str() of a hostile array may be huge, or recurse.
+                str(message)[:500] if message and isinstance(message, str | int | float) else None,
                 str(error)[:100] if isinstance(error, str | int) and error else None,
             )
     if "html" in content_type or text[:1] == "<":
