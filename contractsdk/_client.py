@@ -18,7 +18,8 @@ import logging
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+import urllib.parse
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -38,6 +39,7 @@ from contractsdk._ratelimit import (
     RateLimits,
 )
 from contractsdk._ratelimit._redis import RedisStore
+from contractsdk._redact import Secrets
 from contractsdk._redis import SharedRedis, namespace
 from contractsdk._retry import Retrier, Retries, RetryBudget
 from contractsdk._transport import AiohttpTransport, AsyncTransport
@@ -57,7 +59,40 @@ _VERSION = re.compile(r"v\d+")
 _USER_AGENT = "contractsdk/0.1.0"
 PERSONAL_TEAM = "Personal Team"  # service-api.md §4: every user owns one, by this name
 #: Request bodies: compact, UTF-8 as is (one encoder, not one per call as json.dumps makes).
-_encode_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_encode_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+
+
+def _encode_body(body: object) -> bytes:
+    """Return the request body as UTF-8 JSON, or refuse it before anything is sent."""
+    try:
+        return _encode_json(body).encode()
+    except UnicodeEncodeError:
+        where = _unencodable(body, "$") or "a text value"
+        raise ConfigurationError(
+            f"{where} holds a lone surrogate (such as '\\ud800'), which is not a character "
+            "and cannot be sent; fix the text's decoding"
+        ) from None
+    except (TypeError, ValueError) as exc:  # NaN or infinity, or not JSON at all
+        raise ConfigurationError(f"the request cannot be sent as JSON: {exc}") from None
+
+
+def _unencodable(value: object, path: str) -> str | None:
+    """The JSON path of the first text that UTF-8 cannot encode, if any."""
+    if isinstance(value, str):
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            return path
+        return None
+    if isinstance(value, dict):
+        items: Iterable[tuple[str, object]] = (
+            (f"{path}.{key}", item) for key, item in value.items()
+        )
+    elif isinstance(value, list | tuple):
+        items = ((f"{path}[{index}]", item) for index, item in enumerate(value))
+    else:
+        return None
+    return next((found for at, item in items if (found := _unencodable(item, at))), None)
 
 
 def _pick_credential(
@@ -175,6 +210,11 @@ class ContractClient:
     ) -> None:
         env = environment_from_env()
         credential = _pick_credential(credentials, api_key, env)
+        # What this client holds, never shown: errors, hooks and the CLI scrub it.
+        self._secrets = Secrets(
+            credential.key if isinstance(credential, ApiKey) else credential.client_secret
+        )
+        self._token_seen: str | None = None
         self.environment = _pick_environment(environment, base_url, env)
         bound = credential.bound_environment
         if (
@@ -197,6 +237,7 @@ class ContractClient:
             raise ConfigurationError("timeout must be positive (or None for no limit)")
         self.api_version = api_version
         self._base = f"{self.environment.base_url}/{api_version}"
+        self._prefix = urllib.parse.urlsplit(self._base).path  # errors name the path: /v1/…
         self._timeout = timeout
         self._user_agent = user_agent or _USER_AGENT
         # By Accept and whether a JSON body goes: what every such request sends.
@@ -353,7 +394,7 @@ class ContractClient:
             if has_body:
                 common["Content-Type"] = "application/json"
             headers = self._common_headers[accept, has_body] = Headers(common)
-        content = _encode_json(body).encode() if has_body else None
+        content = _encode_body(body) if has_body else None
         if method == "POST":
             # Made once per logical call, reused by every attempt; a caller's key wins.
             key = idempotency_key or os.urandom(16).hex()  # secrets.token_hex(16), inlined
@@ -394,6 +435,9 @@ class ContractClient:
     async def _attempt(self, call: Call) -> Response:
         auth = self._auth
         token = auth.ready_token() or await auth.token()  # a coroutine only when one is due
+        if token is not self._token_seen:  # a new access token: scrubbed from what is shown
+            self._token_seen = token
+            self._secrets.add_token(token)
         response = await self._exchange(call, token)
         if response.status_code == 401 and await self._auth.invalidate(token):
             response = await self._exchange(call, await self._auth.token())
@@ -443,8 +487,17 @@ class ContractClient:
         return grant
 
     async def _send_token_request(self, request: Request) -> Response:
-        """Send an OAuth token request: hooks and logs see it without its body (the secret)."""
+        """Send an OAuth token request, bounded by the client's ``timeout`` when it has one.
+
+        Hooks and logs see the request without its body (the client secret) and the answer
+        with its tokens redacted; the caller (``TokenAuth``) gets the answer as it came.
+        """
+        # Imported here: the one user of the function (as _decode does for its error).
+        from contractsdk._auth import redacted_token_response
+
         self._instrumentation.token_requests += 1
+        if self._timeout is not None:  # else the request keeps TokenAuth's own bound
+            request = attrs.evolve(request, timeout=self._timeout)
         shown = attrs.evolve(request, content=None)
         hooks = self._instrumentation.on_request(shown)
         if hooks is not None:
@@ -452,7 +505,8 @@ class ContractClient:
         started = self._clock()
         response = await self._transport.handle_async_request(request)
         response = response.for_request(shown)
-        hooks = self._instrumentation.on_response(response, self._clock() - started)
+        elapsed = self._clock() - started
+        hooks = self._instrumentation.on_response(redacted_token_response(response), elapsed)
         if hooks is not None:
             await hooks
         return response
@@ -475,21 +529,21 @@ class ContractClient:
 
     async def _get(self, path: str, model: type[T]) -> T:
         response = await self._send_json("GET", path)
-        return structure(self._decode(response), model, method="GET", url=path)
+        return structure(self._decode(response), model, method="GET", url=self._prefix + path)
 
     async def _get_list(self, path: str, model: type[T]) -> list[T]:
         response = await self._send_json("GET", path)
-        return structure_list(self._decode(response), model, method="GET", url=path)
+        return structure_list(self._decode(response), model, method="GET", url=self._prefix + path)
 
     async def _post(
         self, path: str, model: type[T], body: object, *, idempotency_key: str | None = None
     ) -> T:
         response = await self._send_json("POST", path, body, idempotency_key=idempotency_key)
-        return structure(self._decode(response), model, method="POST", url=path)
+        return structure(self._decode(response), model, method="POST", url=self._prefix + path)
 
     async def _patch(self, path: str, model: type[T], body: object) -> T:
         response = await self._send_json("PATCH", path, body)
-        return structure(self._decode(response), model, method="PATCH", url=path)
+        return structure(self._decode(response), model, method="PATCH", url=self._prefix + path)
 
     async def _term_set(self, template_id: int, *, refresh: bool = False) -> TermSet:
         """Return a template version's terms, fetched once per template (single flight)."""

@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._headers import parse_retry_after, request_id
+from ._redact import scrub
 
 if TYPE_CHECKING:
     from ._http import Response
@@ -87,7 +88,8 @@ class ContractSDKError(Exception):
     attempts: int = 1
 
     def __init__(self, message: str) -> None:
-        super().__init__(message)
+        # Whatever a server echoed, no credential a client holds is ever shown.
+        super().__init__(scrub(message))
 
     @property
     def message(self) -> str:
@@ -102,7 +104,10 @@ class ContractSDKError(Exception):
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Keyword-only constructors do not survive the default pickling; rebuild from state.
-        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+        state = dict(self.__dict__)
+        if isinstance(state.get("headers"), dict):  # kept as sent on the error, not in a copy
+            state["headers"] = {name: scrub(value) for name, value in state["headers"].items()}
+        return (_rebuild, (type(self), self.args, state))
 
 
 class ConfigurationError(ContractSDKError, ValueError):
@@ -114,7 +119,7 @@ class TransportError(ContractSDKError):
 
     Attributes:
         method: The HTTP method of the request.
-        url: The request URL, without its query string.
+        url: The request's path (no scheme, host or query string), as in :class:`APIError`.
         outcome_unknown: True when the request may have reached the service and been
             processed, so retrying a non-idempotent call could repeat it.
     """
@@ -161,7 +166,7 @@ class APIError(ContractSDKError):
     Attributes:
         status_code: The HTTP status, or None for a token endpoint whose answer was unusable.
         method: The HTTP method of the request.
-        url: The request URL, without its query string.
+        url: The request's path (no scheme, host or query string).
         service_message: The ``message`` of the service's (Spring-style) error body, if any.
         error: The ``error`` of that body (e.g. ``"Not Found"``), if any.
         body: The start of the response body as text (at most 2,000 characters).
@@ -186,9 +191,9 @@ class APIError(ContractSDKError):
         self.status_code = status_code
         self.method = method
         self.url = url
-        self.service_message = service_message
-        self.error = error
-        self.body = body
+        self.service_message = None if service_message is None else scrub(service_message)
+        self.error = None if error is None else scrub(error)
+        self.body = scrub(body)
         self.headers: dict[str, str] = dict(headers or {})
         self.request_id = request_id
 
@@ -257,7 +262,7 @@ class ResponseValidationError(ContractSDKError):
         model: The name of the model being read.
         errors: One line per problem, each naming the field (e.g. ``$.id``).
         method: The HTTP method of the request.
-        url: The request URL, without its query string.
+        url: The request's path (no scheme, host or query string).
     """
 
     def __init__(
@@ -271,7 +276,7 @@ class ResponseValidationError(ContractSDKError):
     ) -> None:
         super().__init__(message)
         self.model = model
-        self.errors = tuple(errors)
+        self.errors = tuple(scrub(line) for line in errors)
         self.method = method
         self.url = url
 

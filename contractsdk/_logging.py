@@ -16,7 +16,8 @@ from typing import Any, Final
 import attrs
 
 from contractsdk._exceptions import ConfigurationError
-from contractsdk._http import Request, Response
+from contractsdk._http import Headers, Request, Response
+from contractsdk._redact import scrub, scrub_bytes
 
 __all__ = ["ClientStats", "EVENTS", "EventHook", "Instrumentation", "logger"]
 
@@ -109,6 +110,13 @@ class Instrumentation:
         return None
 
     async def _emit_response(self, response: Response) -> None:
+        # Hooks see no credential a server echoed, in the body or a header.
+        content = scrub_bytes(response.content)
+        pairs = response.headers.pairs()
+        scrubbed = [(name, scrub(value)) for name, value in pairs]
+        if content is not response.content or scrubbed != pairs:
+            headers = Headers(scrubbed)
+            response = Response._make(response.status_code, headers, content, response.request)
         # The throttle count moves after the response hooks ran, as it always has.
         await self.emit("response", response)
         if response.status_code == 429:

@@ -117,7 +117,7 @@ class AiohttpTransport:
 
 def _translate(exc: aiohttp.ClientError | asyncio.TimeoutError, request: Request) -> TransportError:
     """Return the SDK's error for an aiohttp failure (the most specific class first)."""
-    where = {"method": request.method, "url": request.url.split("?", 1)[0]}
+    where = {"method": request.method, "url": request.path}  # as APIError: the path only
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
         return ConnectTimeoutError("timed out connecting to the service", **where)
     if isinstance(exc, aiohttp.ClientConnectorError):

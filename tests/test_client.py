@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import pytest
 
 from contractsdk import (
@@ -218,6 +221,22 @@ async def test_bad_team_names_are_refused(
     """Blank names and names over 255 characters are refused before sending."""
     with pytest.raises(ConfigurationError, match="name"):
         await client.teams.create(7, name=name)
+    assert service.requests == []
+
+
+@pytest.mark.parametrize(
+    ("call", "where"),
+    [
+        (lambda client: client.teams.create(7, name="ok\ud800"), "$.name"),
+        (lambda client: client.teams.rename(70, name="\udfff"), "$.name"),
+    ],
+)
+async def test_text_that_is_not_unicode_is_refused_before_sending(
+    client: ContractClient, service: FakeService, call: Any, where: str
+) -> None:
+    """A lone surrogate is a clear error naming the field, and nothing is sent."""
+    with pytest.raises(ConfigurationError, match=re.escape(where) + ".*lone surrogate"):
+        await call(client)
     assert service.requests == []
 
 

@@ -91,7 +91,7 @@ async def test_aiohttp_errors_are_translated(
         await transport.aclose()
     error = caught.value
     assert type(error) is expected
-    assert error.method == "GET" and error.url == f"{BASE}/users/1"
+    assert error.method == "GET" and error.url == "/v1/users/1"  # the path, as APIError's
     assert isinstance(error.__cause__, type(raised))  # chained, but not leaked as the type
 
 

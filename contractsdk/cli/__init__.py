@@ -68,6 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="walk the whole flow against the embedded emulator (or a real environment)",
     )
     demo.add_argument("--seed", type=int, default=0, help="the emulator's seed")
+    demo.add_argument(
+        "--user-id",
+        type=int,
+        help="the user to act as against a real environment (or CONTRACTSDK_USER_ID)",
+    )
     demo.set_defaults(handler=_lazy("contractsdk.cli._demo", "run_demo"))
 
     sandbox = commands.add_parser("sandbox", help="run the emulator of the service", add_help=False)

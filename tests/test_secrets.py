@@ -1,0 +1,211 @@
+"""No credential a client holds is ever shown, whatever a hostile server echoes.
+
+A server that echoes the API key, the client secret or the access token in every part of
+its answers (the message, the body, a field of a 200) meets each kind of error the client
+can raise, with each kind of credential, with DEBUG logging and every event hook on. Each
+error's ``str``, ``repr``, pickle, traceback and attributes (``headers`` excepted: they are
+the server's, kept as sent), every log line, every hook payload and the CLI's output are
+searched for the secrets.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import logging
+import pickle
+import threading
+import traceback
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from contractsdk import ClientCredentials, ContractClient, ContractSDKError, Request, Response
+from contractsdk._redact import REDACTED, scrub
+from contractsdk.cli import main
+from contractsdk.testing import MockTransport, json_response
+
+API_KEY = "key-8f3a1c-echoed-by-a-hostile-server"
+CLIENT_SECRET = "secret-77d2e0-echoed-by-a-hostile-server"
+ACCESS_TOKEN = "token-51b9aa-echoed-by-a-hostile-server"
+SECRETS = (API_KEY, CLIENT_SECRET, ACCESS_TOKEN)
+
+#: Each case: what the API answers (status, body); a body's "{secret}" is the credential
+#: the request carried. Every kind of error the client raises from an answer.
+CASES: dict[str, tuple[int, str]] = {
+    "400 json": (400, '{"message": "bad key {secret}", "error": "{secret}"}'),
+    "401 json": (401, '{"message": "invalid token {secret}", "error": "Unauthorized"}'),
+    "403 text": (403, "forbidden for {secret}"),
+    "404 html": (404, "<html><title>no {secret}</title></html>"),
+    "409 json": (409, '{"message": "{secret} conflicts"}'),
+    "422 json": (422, '{"detail": "{secret}"}'),
+    "429 json": (429, '{"message": "slow down {secret}"}'),
+    "500 json": (500, '{"message": "crash {secret}", "trace": "Authorization: Bearer {secret}"}'),
+    "200 bad model": (200, '{"id": "{secret}", "email": ["{secret}"]}'),
+    "200 not json": (200, "not json {secret}"),
+}
+
+
+def _echo(status: int, template: str, secret: str) -> Response:
+    body = template.replace("{secret}", secret).encode()
+    kind = "application/json" if body[:1] in b"{[" else "text/html"
+    headers = {"Content-Type": kind, "X-Echo": secret}  # headers are kept as sent
+    return Response(status_code=status, headers=headers, content=body)
+
+
+def _bearer(request: Request) -> str:
+    return request.headers.get("Authorization", "").removeprefix("Bearer ")
+
+
+def _credentials(kind: str) -> dict[str, Any]:
+    if kind == "api key":
+        return {"api_key": API_KEY}
+    return {"credentials": ClientCredentials(client_id="id-1", client_secret=CLIENT_SECRET)}
+
+
+def _assert_nothing_shows(where: str, text: str) -> None:
+    for secret in SECRETS:
+        assert secret not in text, f"a credential shows in {where}: {text[:300]!r}"
+
+
+def _outputs(error: BaseException) -> Iterator[tuple[str, str]]:
+    yield "str", str(error)
+    yield "repr", repr(error)
+    yield "pickle", repr(pickle.dumps(error))
+    yield "traceback", "".join(traceback.format_exception(error))
+    for name, value in vars(error).items():
+        if name != "headers":
+            yield name, repr(value)
+
+
+@pytest.mark.parametrize("kind", ["api key", "client credentials"])
+@pytest.mark.parametrize("case", sorted(CASES))
+async def test_no_error_log_or_hook_shows_a_credential(
+    kind: str, case: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    status, template = CASES[case]
+    seen: list[str] = []
+
+    def handler(request: Request) -> Response:
+        if request.path == "/oauth/token":
+            return json_response(200, {"access_token": ACCESS_TOKEN, "expires_in": 3600})
+        return _echo(status, template, _bearer(request))
+
+    def hook(payload: object) -> None:
+        seen.append(repr(payload))
+        if isinstance(payload, Response):
+            seen.append(payload.text)
+
+    hooks = {event: [hook] for event in ("request", "response", "retry", "throttle")}
+    caplog.set_level(logging.DEBUG, logger="contractsdk")
+    async with ContractClient(
+        **_credentials(kind),
+        base_url="http://127.0.0.1:9",
+        transport=MockTransport(handler),
+        event_hooks=hooks,
+        rate_limits=None,
+        sleep=_no_sleep,
+    ) as client:
+        with pytest.raises(ContractSDKError) as caught:
+            await client.users.get(7)
+    for where, text in _outputs(caught.value):
+        _assert_nothing_shows(f"the error's {where}", text)
+    _assert_nothing_shows("the log", caplog.text)
+    for text in seen:
+        _assert_nothing_shows("a hook's payload", text)
+    assert seen, "the hooks ran"
+    assert caught.value.__cause__ is None or isinstance(caught.value.__cause__, Exception)
+
+
+async def _no_sleep(_: float) -> None:
+    return None
+
+
+async def test_the_error_keeps_what_is_not_secret() -> None:
+    """Scrubbing replaces the credential only: the rest of the message is as sent."""
+
+    def handler(request: Request) -> Response:
+        return _echo(401, '{"message": "invalid token {secret} for user 7"}', _bearer(request))
+
+    async with ContractClient(
+        api_key=API_KEY, base_url="http://127.0.0.1:9", transport=MockTransport(handler)
+    ) as client:
+        with pytest.raises(ContractSDKError) as caught:
+            await client.users.get(7)
+    error: Any = caught.value
+    assert error.service_message == f"invalid token {REDACTED} for user 7"
+    assert error.headers["X-Echo"] == API_KEY  # the server's headers, as sent
+
+
+def test_a_json_escaped_secret_is_scrubbed_too() -> None:
+    """A secret with characters JSON escapes is found in a JSON body as sent."""
+    secret = 'sec"ret/with\\quotes-123'
+    client = ContractClient(api_key=secret, base_url="http://127.0.0.1:9")
+    assert scrub(json.dumps({"echo": secret})) == json.dumps({"echo": REDACTED})
+    del client
+
+
+class _EchoHandler(http.server.BaseHTTPRequestHandler):
+    """A hostile service: every API call is refused, its message echoing the credential."""
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        secret = str(body.get("client_secret", ""))
+        self._answer(401, {"error": "invalid_client", "error_description": f"bad {secret}"})
+
+    def do_GET(self) -> None:
+        secret = self.headers.get("Authorization", "").removeprefix("Bearer ")
+        self._answer(403, {"message": f"{secret} may not see this", "error": "Forbidden"})
+
+    def _answer(self, status: int, body: dict[str, str]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def echo_server() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EchoHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"CONTRACTSDK_API_KEY": API_KEY},
+        {"CONTRACTSDK_CLIENT_ID": "id-1", "CONTRACTSDK_CLIENT_SECRET": CLIENT_SECRET},
+    ],
+    ids=["api key", "client credentials"],
+)
+def test_the_cli_never_prints_a_credential(
+    env: dict[str, str],
+    echo_server: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name in ("CONTRACTSDK_API_KEY", "CONTRACTSDK_CLIENT_ID", "CONTRACTSDK_CLIENT_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CONTRACTSDK_USER_ID", "7")  # for the demo, against a real service
+    for name, value in {**env, "CONTRACTSDK_BASE_URL": echo_server}.items():
+        monkeypatch.setenv(name, value)
+    for argv in (["users", "get", "7"], ["users", "get", "7", "--json"], ["demo"]):
+        code = main(argv)
+        out, err = capsys.readouterr()
+        assert code != 0
+        assert "error" in err
+        _assert_nothing_shows(f"`contractsdk {' '.join(argv)}`", out + err)
