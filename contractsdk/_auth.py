@@ -45,6 +45,7 @@ import json
 import logging
 import math
 import random
+import reprlib
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -278,7 +279,12 @@ def _reason(response: Response) -> str:
     except ValueError:
         body = None
     if isinstance(body, dict):
-        parts = [str(body[k]) for k in ("error", "error_description", "message") if body.get(k)]
+        # Only a scalar is a reason: str() of a hostile array may be huge, or recurse.
+        parts = [
+            str(body[k])[:200]
+            for k in ("error", "error_description", "message")
+            if body.get(k) and isinstance(body[k], str | int | float)
+        ]
         if parts:
             return ": ".join(parts)[:300]
     return "the body is not a JSON error" if response.content else "the body is empty"
@@ -618,7 +624,7 @@ class TokenAuth:
             raise self._error("the token endpoint's answer has no access_token", response)
         token_type = answer.get("token_type", "Bearer")
         if not isinstance(token_type, str) or token_type.lower() != "bearer":
-            raise self._error(f"unsupported token_type {token_type!r}", response)
+            raise self._error(f"unsupported token_type {reprlib.repr(token_type)}", response)
         try:
             lifetime = _lifetime(answer.get("expires_in", DEFAULT_TOKEN_LIFETIME))
         except ValueError as exc:

@@ -88,7 +88,8 @@ class RateLimitHints:
         """The sustained rate the policy allows (``limit / window``), if both are known."""
         if self.limit is None or not self.window:
             return None
-        return self.limit / self.window
+        rate = self.limit / self.window
+        return rate if math.isfinite(rate) else None  # q=1e308;w=1e-10 names no rate
 
 
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
