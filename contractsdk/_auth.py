@@ -253,10 +253,11 @@ class _Token:
     sealed: str | None = attrs.field(default=None, repr=False)  # as stored in Redis
 
 
-#: Seconds a process may hold the shared token lock (its token request's own limit).
-TOKEN_LOCK_SECONDS = 10.0
-#: Seconds a token request may take when the client has no ``timeout`` of its own.
+#: Seconds a token request may take at most (less when the client's ``timeout`` is less).
 TOKEN_TIMEOUT = 30.0
+#: Seconds a process may hold the shared token lock: its token request's limit, and a
+#: margin, so that the others wait for its answer instead of all asking at once.
+TOKEN_LOCK_SECONDS = TOKEN_TIMEOUT + 5.0
 #: The lifetime of a token whose answer gives no ``expires_in`` (RFC 6749 §5.1: optional).
 DEFAULT_TOKEN_LIFETIME = 3600.0
 #: The longest a token is used, whatever its ``expires_in`` says (24 h): a token cached for

@@ -496,7 +496,10 @@ class ContractClient:
         from contractsdk._auth import redacted_token_response
 
         self._instrumentation.token_requests += 1
-        if self._timeout is not None:  # else the request keeps TokenAuth's own bound
+        bound = request.timeout
+        if self._timeout is not None and (bound is None or self._timeout < bound):
+            # The client's timeout, when shorter than TokenAuth's own bound (which the
+            # shared token lock is sized to).
             request = attrs.evolve(request, timeout=self._timeout)
         shown = attrs.evolve(request, content=None)
         hooks = self._instrumentation.on_request(shown)
