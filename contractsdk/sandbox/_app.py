@@ -27,6 +27,7 @@ from ._emulator import Emulator
 from ._faults import Fault, Outcome
 from ._idempotency import MAX_KEY_LENGTH, fingerprint
 from ._routes_admin import AdminRoutes
+from ._routes_parties import PartyRoutes
 from ._routes_v1 import ApiRoutes
 from ._wire import ApiError, error_response, has_lone_surrogate, is_host
 
@@ -55,6 +56,7 @@ def create_app(config: SandboxConfig | None = None) -> web.Application:
     app = web.Application(client_max_size=config.max_body_size, middlewares=[pipeline.middleware])
     app[EMULATOR_KEY] = emulator
     ApiRoutes(emulator).register(app.router)
+    PartyRoutes(emulator).register(app.router)
     AdminRoutes(emulator).register(app.router)
     return app
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import attrs
 
+from ._identity import IdentityForm
 from ._wire import dumps, links_array
 
 # --- seed-time description of a term tree (no ids yet) -------------------------------
@@ -305,10 +306,12 @@ class Catalog:
     Args:
         types: The contract types, in listing order.
         templates: The templates by id.
+        identity: The identity form of every template, by template id (``_identity.py``).
     """
 
     types: tuple[ContractType, ...]
     templates: dict[int, Template]
+    identity: dict[int, IdentityForm] = attrs.field(factory=dict)
     types_by_id: dict[int, ContractType] = attrs.field(init=False)
     terms: dict[int, Term] = attrs.field(init=False)
 

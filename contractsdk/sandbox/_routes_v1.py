@@ -19,6 +19,7 @@ from ._catalog import ContractType, Template
 from ._emulator import Emulator
 from ._fields import apply_fields, flatten
 from ._pdf import render_html, render_pdf
+from ._routes_parties import collaborator_name, signs
 from ._store import Contract, Team, User
 from ._wire import (
     ApiError,
@@ -160,7 +161,7 @@ class ApiRoutes:
             "contract_name": self._contract_name(contract, template),
             "created_date": iso_millis(contract.created),
             "purchased_date": iso_millis(contract.purchased),
-            "completedDate": None,
+            "completedDate": None if contract.completed is None else iso_millis(contract.completed),
             "fields": flatten(template, contract.answers),
             "_links": hal_self(f"{base}/v1/contracts/{contract.id}"),
         }
@@ -178,7 +179,11 @@ class ApiRoutes:
         return json_response(self._user_json(self._origin(request), user))
 
     async def create_user(self, request: web.Request) -> web.Response:
-        """``POST /v1/users``: create a user and their Personal Team; 201 with a Link."""
+        """``POST /v1/users``: create a user and their Personal Team; 201 as USERDOC shows.
+
+        The body is ``{"_links": {"self": {"href"}}, "user_id", "email"}`` (the docs'
+        example, endpoints.md M13; the spec's bare Link is not what the docs show).
+        """
         body = await read_object(request)
         email = require_str(body, "email")
         local, _, domain = email.partition("@")
@@ -191,7 +196,11 @@ class ApiRoutes:
             raise ApiError(409, f"User with email {email} already exists")
         user = self._state.create_user(first, last, email, avatar)
         href = f"{self._origin(request)}/v1/users/{user.id}"
-        return json_response(link(href), status=201, headers={"Location": href})
+        return json_response(
+            {"_links": hal_self(href), "user_id": user.id, "email": user.email},
+            status=201,
+            headers={"Location": href},
+        )
 
     # --- teams -------------------------------------------------------------------------------
 
@@ -390,6 +399,17 @@ class ApiRoutes:
             ("Template version", template.version),
             ("Created", iso_millis(contract.created)),
         ]
+        if contract.completed is not None:
+            facts.append(("Completed", iso_millis(contract.completed)))
+        # The parties and who has signed (the real document shows the signatures).
+        for party in self._state.contract_collaborators[contract.id].values():
+            name = collaborator_name(self._state, party)
+            if party.signed is not None:
+                status = f"signed {iso_millis(party.signed)}"
+            else:
+                status = "not signed" if signs(party) else "does not sign"
+            roles = ", ".join(party.roles)
+            facts.append((f"Party ({party.side} side)", f"{name} ({roles}): {status}"))
         fields = [(f["name"], f["value"]) for f in flatten(template, contract.answers)]
         return self._contract_name(contract, template), facts, fields
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import functools
 import random
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
 import attrs
 
 from ._catalog import Catalog, ContractType, Template, TermIds
+from ._identity import GENERIC_FORM, TENANCY_FORM, IdentityForm, IdentityIds
 from ._seed_terms import CONTRACT_TYPES
 
 # (first name, last name, has an avatar)
@@ -242,16 +244,50 @@ def build_seed(seed: int) -> Seed:
             )
         )
 
+    # Drawn in the order the Seed fields used to draw them, so existing ids and secrets
+    # are unchanged; the identity fields' draws come after (module docstring).
+    api_keys = (_secret(rng, "sandbox-key"), _secret(rng, "sandbox-key"))
+    client_id = _secret(rng, "sandbox-client")
+    client_secret = _secret(rng, "sandbox-secret")
+    admin_token = _secret(rng, "sandbox-admin")
+    identity = _identity_forms(rng, types, templates)
+
     return Seed(
         seed=seed,
         users=tuple(users),
         teams=tuple(teams),
-        catalog=Catalog(tuple(types), templates),
-        api_keys=(_secret(rng, "sandbox-key"), _secret(rng, "sandbox-key")),
-        client_id=_secret(rng, "sandbox-client"),
-        client_secret=_secret(rng, "sandbox-secret"),
-        admin_token=_secret(rng, "sandbox-admin"),
+        catalog=Catalog(tuple(types), templates, identity),
+        api_keys=api_keys,
+        client_id=client_id,
+        client_secret=client_secret,
+        admin_token=admin_token,
         next_user_id=user_base + 100,
         next_team_id=team_base + 1_000,
         first_contract_id=first_contract_id,
     )
+
+
+def _identity_forms(
+    rng: random.Random, types: list[ContractType], templates: dict[int, Template]
+) -> dict[int, IdentityForm]:
+    """Build every template's identity form; ids follow the last term id.
+
+    The tenancy templates carry the fields of the real capture (landlord first side,
+    tenant second side); the others the three fields every form has (CONCEPTS).
+    """
+    last_term = max(term_id for t in templates.values() for term_id in t.by_id)
+
+    def definition_ids() -> Iterator[int]:
+        for _ in range(10_000):  # far more nested identity fields than the seed has
+            # 16 digits, like the capture's identity_field_id 6754496734560423.
+            yield rng.randrange(10**15, 9 * 10**15)
+
+    ids = IdentityIds(last_term + 1, definition_ids())
+    tenancy = types[0].id  # CONTRACT_TYPES lists the tenancy agreement first
+    forms = {}
+    for template_id in sorted(templates):
+        if templates[template_id].contract_type_id == tenancy:
+            forms[template_id] = ids.build(template_id, TENANCY_FORM, ("second", "first"))
+        else:
+            forms[template_id] = ids.build(template_id, GENERIC_FORM, ("first", "second"))
+    return forms

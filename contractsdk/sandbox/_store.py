@@ -11,6 +11,12 @@ so a check and the change it guards can never interleave with another request):
   is chosen, with values valid for the term (see ``_fields.py``); it maps term id → value.
 - ``contracts`` and ``team_contracts`` hold exactly the same (live) contracts; a deleted
   contract is removed from both.
+- ``collaborators`` and ``contract_collaborators`` hold exactly the same collaborators,
+  each of a live contract; deleting a contract deletes its collaborators. A user is at
+  most once on a contract. ``Contract.completed`` is set once, when the last collaborator
+  with a signing role signs, and never cleared.
+- ``Collaborator.values`` holds only identity fields of the contract's template that the
+  collaborator's side may fill in, valid for the field (see ``_identity.py``).
 """
 
 from __future__ import annotations
@@ -87,7 +93,8 @@ class Contract:
         answers: Term id → value; see the module invariants.
         created: Creation time.
         purchased: Purchase time (set at creation: API-created contracts are bought then).
-        completed: Completion time; always None in the emulator (no signing flow).
+        completed: Completion time: when every collaborator with a signing role has
+            signed (assumed rule, docs/sandbox.md); None until then.
     """
 
     id: int
@@ -98,6 +105,54 @@ class Contract:
     created: datetime
     purchased: datetime
     completed: datetime | None = None
+
+
+@attrs.define(eq=False)
+class Company:
+    """What makes a collaborator a company party (CompanyFieldsDTO, endpoints.md §2).
+
+    Args:
+        name: ``company_name``.
+        number: ``company_number``, or None.
+        address: ``address`` (a RegisteredOfficeAddressDTO object), or None.
+        registered_office_address: ``registered_office_address``, or None.
+        created_by: ``created_by`` user id, or None.
+    """
+
+    name: str
+    number: str | None
+    address: dict[str, str] | None
+    registered_office_address: dict[str, str] | None
+    created_by: int | None
+
+
+@attrs.define(eq=False)
+class Collaborator:
+    """A collaborator (party) of a contract (service-api.md §7 Collaborators).
+
+    Args:
+        id: The collaborator id.
+        contract_id: The contract.
+        user_id: The user, or None for a company party.
+        inviter_id: Who invited them, or None for a company party.
+        roles: Role wire values (at most two: ``collaborator`` and one other).
+        side: ``"first"`` or ``"second"``.
+        values: Identity field id → value.
+        signatory_id: The ``signatoryId`` (a collaborator) given at creation, or None.
+        company: The company details of a company party, else None.
+        signed: When they signed, or None.
+    """
+
+    id: int
+    contract_id: int
+    user_id: int | None
+    inviter_id: int | None
+    roles: list[str]
+    side: str
+    values: dict[int, str]
+    signatory_id: int | None = None
+    company: Company | None = None
+    signed: datetime | None = None
 
 
 class SandboxState:
@@ -117,7 +172,12 @@ class SandboxState:
         self.teams: dict[int, Team] = {}
         self.contracts: dict[int, Contract] = {}
         self.team_contracts: dict[int, dict[int, Contract]] = {}
+        self.collaborators: dict[int, Collaborator] = {}
+        self.contract_collaborators: dict[int, dict[int, Collaborator]] = {}
+        # User id → their saved signature image (the last one uploaded, assumed).
+        self.signatures: dict[int, bytes] = {}
         self._next_user = 0
+        self._next_collaborator = 0
         self._next_team = 0
         self._next_contract = 0
         self.reset()
@@ -135,7 +195,12 @@ class SandboxState:
         }
         self.contracts = {}
         self.team_contracts = {t.id: {} for t in seed.teams}
+        self.collaborators = {}
+        self.contract_collaborators = {}
+        self.signatures = {}
         self._next_user = seed.next_user_id
+        # 16-digit like contract ids, in a range of their own.
+        self._next_collaborator = seed.first_contract_id + 10**15
         self._next_team = seed.next_team_id
         self._next_contract = seed.first_contract_id
 
@@ -268,16 +333,74 @@ class SandboxState:
         self._next_contract += 1
         self.contracts[contract.id] = contract
         self.team_contracts[team_id][contract.id] = contract
+        self.contract_collaborators[contract.id] = {}
         return contract
 
     def delete_contract(self, contract: Contract) -> None:
-        """Remove a contract.
+        """Remove a contract and its collaborators.
 
         Args:
             contract: A live contract.
         """
         del self.contracts[contract.id]
         del self.team_contracts[contract.team_id][contract.id]
+        for collaborator_id in self.contract_collaborators.pop(contract.id, {}):
+            del self.collaborators[collaborator_id]
+
+    # --- collaborators -----------------------------------------------------------------
+
+    def add_collaborator(
+        self,
+        contract: Contract,
+        *,
+        user_id: int | None,
+        inviter_id: int | None,
+        roles: list[str],
+        side: str,
+        values: dict[int, str],
+        signatory_id: int | None = None,
+        company: Company | None = None,
+    ) -> Collaborator:
+        """Store a new collaborator of a contract.
+
+        Args:
+            contract: A live contract.
+            user_id: The user (the caller checks they are not on the contract yet), or
+                None for a company party.
+            inviter_id: The inviter, or None.
+            roles: Validated roles.
+            side: ``"first"`` or ``"second"``.
+            values: Validated identity values.
+            signatory_id: The signatory collaborator, or None.
+            company: Company details, or None.
+
+        Returns:
+            The new collaborator.
+        """
+        collaborator = Collaborator(
+            self._next_collaborator,
+            contract.id,
+            user_id,
+            inviter_id,
+            roles,
+            side,
+            values,
+            signatory_id,
+            company,
+        )
+        self._next_collaborator += 1
+        self.collaborators[collaborator.id] = collaborator
+        self.contract_collaborators[contract.id][collaborator.id] = collaborator
+        return collaborator
+
+    def delete_collaborator(self, collaborator: Collaborator) -> None:
+        """Remove a collaborator from their contract.
+
+        Args:
+            collaborator: A live collaborator.
+        """
+        del self.collaborators[collaborator.id]
+        del self.contract_collaborators[collaborator.contract_id][collaborator.id]
 
     def contracts_per_team(self) -> dict[int, int]:
         """Count the live contracts of every team that has any.

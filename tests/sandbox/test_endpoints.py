@@ -60,20 +60,21 @@ async def test_unknown_user_is_404_with_the_documented_message(api: Api) -> None
     assert reply.json()["path"] == "/v1/users/42"
 
 
-async def test_create_user_returns_a_link_and_a_personal_team(
+async def test_create_user_answers_the_documented_body_and_a_personal_team(
     api: Api, server: SandboxServer
 ) -> None:
-    """POST /v1/users answers 201 with a bare Link and Location; the user has a Personal Team."""
+    """POST /v1/users answers 201 as the docs show, {_links, user_id, email}, plus Location."""
     body = {"email": "new.person@example.com", "first_name": "New", "last_name": "Person"}
     reply = await api.post("/v1/users", body)
     assert reply.status == 201
-    link = reply.json()
-    assert link["rel"] == "self"
-    assert link["href"] == reply.headers["Location"]
-    user_id = int(link["href"].rsplit("/", 1)[1])
+    data = reply.json()
+    user_id = data["user_id"]
+    href = f"{server.url}/v1/users/{user_id}"
+    assert data == {"_links": {"self": {"href": href}}, "user_id": user_id, "email": body["email"]}
+    assert reply.headers["Location"] == href
     teams = (await api.get(f"/v1/users/{user_id}/teams")).json()
     assert [t["name"] for t in teams] == ["Personal Team"]
-    assert (await api.get(link["href"])).json()["email"] == "new.person@example.com"
+    assert (await api.get(href)).json()["email"] == "new.person@example.com"
 
 
 async def test_create_user_rejects_duplicates_and_bad_emails(
