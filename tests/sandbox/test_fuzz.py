@@ -148,7 +148,9 @@ class _Fuzzer:
             "templateId": [t.id for t in self.templates],
             "termId": [t.id for t in self.all_terms[::7]],
             "contractId": [],
+            "collaboratorId": [],
         }
+        self.identity = server.seed.catalog.identity
 
     def learn(self) -> None:
         """Add the ids that accepted requests created to the ones paths are built from."""
@@ -157,6 +159,7 @@ class _Fuzzer:
             ("userId", state.users),
             ("teamId", state.teams),
             ("contractId", state.contracts),
+            ("collaboratorId", state.collaborators),
         ):
             known = self.ids[name]
             known.extend(i for i in live if i not in known)
@@ -258,6 +261,84 @@ class _Fuzzer:
             body["source_contract"] = self.maybe(rng.choice(self.ids["contractId"] or [1]))
         return body
 
+    def identity_values(self, template_id: int | None, *, flat: bool) -> Any:
+        """Identity values of a template's form (any side), some hostile."""
+        rng = self.rng
+        form = self.identity.get(template_id or 0) or rng.choice(list(self.identity.values()))
+        if rng.random() < 0.05:
+            return self.hostile()
+        fields = rng.sample(list(form.by_id.values()), k=min(len(form.by_id), rng.randrange(4)))
+        out: list[Any] = []
+        for field in fields:
+            value = rng.choice(field.option_names) if field.options else "Some value"
+            if field.validation_type == "EMAIL":
+                value = rng.choice(("a@example.com", "not-an-email"))
+            raw_id: Any = str(field.id) if flat else field.id
+            out.append({"id": self.maybe(raw_id), "value": self.maybe(value)})
+        return out
+
+    def party_body(self, template: str, ids: dict[str, int | None]) -> Any:
+        """A plausible body for the party routes (#24–#33), or None for other routes."""
+        rng = self.rng
+        maybe = self.maybe
+        state = self.server.state
+        roles = [rng.choice(("party", "signatory", "witness", "collaborator", "boss"))]
+        if rng.random() < 0.2:
+            roles.append("collaborator")
+        contract = state.contracts.get(ids.get("contractId") or 0)
+        collaborator = state.collaborators.get(ids.get("collaboratorId") or 0)
+        of = collaborator.contract_id if collaborator is not None else None
+        template_id = (
+            contract.template_id
+            if contract is not None
+            else state.contracts[of].template_id
+            if of is not None
+            else ids.get("templateId")
+        )
+        if template.endswith("/collaborators"):
+            team = state.teams.get(contract.team_id) if contract is not None else None
+            inviters = [*team.owner_ids, *team.member_ids] if team is not None else []
+            return {
+                "userId": maybe(rng.choice(self.ids["userId"])),
+                "inviterId": maybe(rng.choice(inviters or self.ids["userId"])),
+                "role": maybe(roles),
+                "side": maybe(rng.choice(("first", "second", "both"))),
+                "identityFields": self.identity_values(template_id, flat=False),
+            }
+        if template.endswith("/company"):
+            return {
+                "company_name": maybe("Fuzz Ltd"),
+                "side": maybe(rng.choice(("first", "second"))),
+                "role": maybe("party"),
+                "registered_office_address": {"country": maybe("GB")},
+                "signatory_related_company": maybe(rng.choice(self.ids["collaboratorId"] or [1])),
+            }
+        if template.endswith("/updatefields"):
+            return {
+                "collaborator_id": maybe(rng.choice(self.ids["collaboratorId"] or [1])),
+                "roles": maybe(roles),
+                "side": maybe("both"),
+            }
+        if template.endswith("/roles"):
+            return {"roles": maybe(roles)}
+        if template == "/v1/collaborators/{collaboratorId}/fields":
+            return {"fields": self.identity_values(template_id, flat=True)}
+        return None
+
+    def signature_body(self, headers: dict[str, str]) -> bytes:
+        """A multipart body holding a PNG, a GIF, nothing or junk (for the signature route)."""
+        rng = self.rng
+        boundary = "fuzzboundary"
+        headers["Content-Type"] = rng.choice(
+            (f"multipart/form-data; boundary={boundary}", "multipart/form-data", "image/png")
+        )
+        data = rng.choice(
+            (b"\x89PNG\r\n\x1a\n" + b"\x00" * 20, b"\xff\xd8\xff\xe0", b"GIF89a", b"", b"--")
+        )
+        disposition = rng.choice(('name="file"; filename="s.png"', 'name="x"', "", "\xff"))
+        part = f"--{boundary}\r\nContent-Disposition: form-data; {disposition}\r\n\r\n"
+        return part.encode("utf-8", "surrogateescape") + data + f"\r\n--{boundary}--\r\n".encode()
+
     def body_for(self, template: str, ids: dict[str, int | None]) -> Any:
         """A plausible body for the route, with some members replaced by hostile values."""
         rng = self.rng
@@ -275,6 +356,9 @@ class _Fuzzer:
             return {"name": maybe("Fuzz team")}
         if template in ("/v1/teams/{teamId}/contracts", "/v1/contracts/{contractId}"):
             return self.contract_body(ids.get("teamId"), ids.get("contractId"))
+        party = self.party_body(template, ids)
+        if party is not None:
+            return party
         if template == "/oauth/token":
             return {
                 "grant_type": maybe("client_credentials"),
@@ -344,7 +428,21 @@ class _Fuzzer:
             path = path.rsplit("/", 1)[0] or "/"
         elif roll < 0.07:
             path = path.replace("/v1", rng.choice(("", "/v2", "/V1", "//v1")), 1)
-        if rng.random() < 0.1:
+        if (
+            template.endswith("/fields")
+            and template.startswith("/v1/templates")
+            and rng.random() < 0.7
+        ):
+            path += "?" + rng.choice(
+                (
+                    "roles=party&side=first",
+                    "roles=party&roles=collaborator&side=both",
+                    "roles=witness,party",
+                    "roles=boss&side=middle",
+                    "roles=party&side=second",
+                )
+            )
+        elif rng.random() < 0.1:
             path += "?" + rng.choice(("roles=party&side=first", "a=%FF", "x", "=&&=", "%ED%A0%80"))
         return path, ids
 
@@ -398,9 +496,29 @@ def _snapshot(server: SandboxServer) -> Any:
         [attrs.astuple(t) for t in state.teams.values()],
         [attrs.astuple(c) for c in state.contracts.values()],
         {team: list(contracts) for team, contracts in state.team_contracts.items()},
+        [attrs.astuple(c) for c in state.collaborators.values()],
+        {contract: list(parties) for contract, parties in state.contract_collaborators.items()},
+        dict(state.signatures),
         server.limits,
         server.faults,
     )
+
+
+def _add_parties(server: SandboxServer) -> None:
+    """Two contracts with a party on each side, so the party routes meet live data."""
+    state = server.state
+    user = server.users[0]
+    for ctype in server.seed.catalog.types[:2]:
+        contract = state.add_contract(user.personal_team_id, ctype.template_ids[0], user.id, {})
+        for side, party in (("first", user), ("second", server.users[1])):
+            state.add_collaborator(
+                contract,
+                user_id=party.id,
+                inviter_id=user.id,
+                roles=["party"],
+                side=side,
+                values={},
+            )
 
 
 def _restore_settings(server: SandboxServer) -> None:
@@ -448,7 +566,9 @@ async def test_random_bad_requests_never_get_a_5xx(
         # As an app embedded without a base_url: hrefs come from each request's Host.
         server.app[EMULATOR_KEY].base_url = None
     assert server.faults == ()  # every 5xx below is a bug, none is injected
+    _add_parties(server)
     fuzzer = _Fuzzer(server, random.Random(seed))
+    fuzzer.learn()
     rng = fuzzer.rng
     failures: list[str] = []
     before = _snapshot(server)
@@ -459,6 +579,8 @@ async def test_random_bad_requests_never_get_a_5xx(
         path, ids = fuzzer.path(template)
         headers = fuzzer.headers(template)
         data = fuzzer.body_bytes(template, ids)
+        if template.endswith("/signature") and rng.random() < 0.6:
+            data = fuzzer.signature_body(headers)
         raw = rng.random() < RAW_SHARE
         if raw:
             request = _raw_bytes(fuzzer, method, path, headers, data or b"")
@@ -514,7 +636,10 @@ async def _everything_still_renders(server: SandboxServer, session: aiohttp.Clie
         f"/v1/teams/{t}/contracts" for t in state.teams
     ]
     for contract in state.contracts:
-        paths += [f"/v1/contracts/{contract}{tail}" for tail in ("", "/pdf", "/html")]
+        paths += [
+            f"/v1/contracts/{contract}{tail}" for tail in ("", "/pdf", "/html", "/collaborators")
+        ]
+    paths += [f"/v1/collaborators/{c}" for c in state.collaborators]
     for path in paths:
         async with session.get(server.url + path, headers=headers) as response:
             assert response.status == 200, (path, await response.read())
