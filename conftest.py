@@ -1,0 +1,137 @@
+"""Every Python example in README.md and docs/ runs as a test, against the emulator.
+
+Sybil collects each Markdown file's ```` ```python ```` blocks; the blocks of one file run
+in order in one namespace, as a reader would type them. Each file gets:
+
+- the emulator (:class:`~contractsdk.sandbox.SandboxServer`) on a thread of its own, reset
+  before the file, so that ``asyncio.run(main())`` in an example talks to a live server;
+- the settings a user exports after ``contractsdk sandbox`` starts:
+  ``CONTRACTSDK_BASE_URL``, ``CONTRACTSDK_API_KEY`` and ``CONTRACTSDK_USER_ID``;
+- an event loop of its own for blocks that ``await`` at the top level (as in a notebook or
+  ``python -m asyncio``).
+
+A block that cannot run here says why in a ``<!-- skip: next "reason" -->`` comment above it.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import inspect
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from sybil import Example, Sybil
+from sybil.evaluators.python import pad
+from sybil.parsers.markdown import CodeBlockParser, SkipParser
+
+from contractsdk.sandbox import SandboxServer
+
+_ROOT = Path(__file__).resolve().parent
+#: The settings each documentation file runs with (the others are unset).
+_SETTINGS = ("CONTRACTSDK_BASE_URL", "CONTRACTSDK_API_KEY", "CONTRACTSDK_USER_ID")
+
+
+class _ThreadedSandbox:
+    """The emulator on a thread and event loop of its own, started once for the session."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.server = SandboxServer(read_rate=None, write_rate=None)
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
+        self._call(self.server.start())
+
+    def _call(self, coroutine: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout=30)
+
+    def reset(self) -> None:
+        """Forget everything the examples made: the seed data again."""
+
+        async def reset() -> None:
+            self.server.reset()
+
+        self._call(reset())
+
+    def close(self) -> None:
+        """Stop the server and its thread."""
+        self._call(self.server.close())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+        self.loop.close()
+
+
+_sandbox: _ThreadedSandbox | None = None
+
+
+def _setup(namespace: dict[str, Any]) -> None:
+    global _sandbox
+    if _sandbox is None:
+        _sandbox = _ThreadedSandbox()
+    _sandbox.reset()
+    server = _sandbox.server
+    namespace["__saved_environ__"] = dict(os.environ)
+    for name in list(os.environ):
+        if name.startswith("CONTRACTSDK_"):
+            del os.environ[name]
+    os.environ.update(
+        {
+            "CONTRACTSDK_BASE_URL": server.url,
+            "CONTRACTSDK_API_KEY": server.api_key,
+            "CONTRACTSDK_USER_ID": str(server.users[0].id),
+        }
+    )
+    namespace["__loop__"] = asyncio.new_event_loop()
+    # In a folder of its own, with the repository's examples/ (files an example writes,
+    # such as a bulk journal, are gone afterwards).
+    folder = tempfile.mkdtemp(prefix="contractsdk-docs-")
+    os.symlink(_ROOT / "examples", os.path.join(folder, "examples"))
+    namespace["__saved_cwd__"] = os.getcwd()
+    namespace["__folder__"] = folder
+    os.chdir(folder)
+
+
+def _teardown(namespace: dict[str, Any]) -> None:
+    loop: asyncio.AbstractEventLoop = namespace["__loop__"]
+    pending = asyncio.all_tasks(loop)
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.close()
+    os.environ.clear()
+    os.environ.update(namespace["__saved_environ__"])
+    os.chdir(namespace["__saved_cwd__"])
+    shutil.rmtree(namespace["__folder__"], ignore_errors=True)
+
+
+def _evaluate(example: Example) -> None:
+    """Run a block; one that awaits at the top level runs on the file's event loop."""
+    __tracebackhide__ = True
+    source = pad(example.parsed, example.line + example.parsed.line_offset)
+    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    code = compile(source, example.path, "exec", flags=flags, dont_inherit=True)
+    result = eval(code, example.namespace)
+    if inspect.iscoroutine(result):
+        example.namespace["__loop__"].run_until_complete(result)
+    example.namespace.pop("__builtins__", None)
+
+
+pytest_collect_file = Sybil(
+    parsers=[CodeBlockParser(language="python", evaluator=_evaluate), SkipParser()],
+    patterns=["*.md"],
+    excludes=["CHANGELOG.md"],
+    setup=_setup,
+    teardown=_teardown,
+).pytest()
+
+
+def pytest_sessionfinish() -> None:
+    """Stop the documentation's emulator at the end of the session."""
+    if _sandbox is not None:
+        _sandbox.close()
