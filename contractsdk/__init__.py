@@ -12,6 +12,7 @@ from ._exceptions import (
     ConnectError,
     ConnectTimeoutError,
     ContractSDKError,
+    IdentityValidationError,
     NotFoundError,
     PermissionDeniedError,
     RateLimitError,
@@ -30,17 +31,28 @@ from ._logging import ClientStats
 from ._ratelimit import BucketState, RateLimiterState, RateLimits
 from ._retry import Retries, RetryEvent
 from ._transport import AiohttpTransport, AsyncTransport
+from .identity import IdentityFieldSet, IdentityProblem
 from .models import (
+    Address,
+    Collaborator,
+    CompanyCreated,
     Contract,
     ContractField,
     ContractType,
+    ContractWithParties,
+    IdentityField,
+    IdentityFieldOption,
     Link,
+    Party,
+    Role,
+    Side,
     Team,
     Template,
     Term,
     TermOption,
     User,
 )
+from .resources import PartiesIncompleteError
 from .validation import TermProblem, TermSet
 
 __version__ = "0.1.0"
@@ -69,6 +81,18 @@ __all__ = [
     "TermProblem",
     "TermSet",
     "User",
+    # parties
+    "Address",
+    "Collaborator",
+    "CompanyCreated",
+    "ContractWithParties",
+    "IdentityField",
+    "IdentityFieldOption",
+    "IdentityFieldSet",
+    "IdentityProblem",
+    "Party",
+    "Role",
+    "Side",
     # errors
     "ContractSDKError",
     "ConfigurationError",
@@ -90,6 +114,8 @@ __all__ = [
     "ResponseValidationError",
     "TermValidationError",
     "RateLimiterTimeoutError",
+    "IdentityValidationError",
+    "PartiesIncompleteError",
     # HTTP values and the transport seam
     "AiohttpTransport",
     "AsyncTransport",

@@ -25,6 +25,8 @@ The hierarchy::
     ├── ResponseValidationError         a 2xx body that could not be read into a model
     ├── TermValidationError (ValueError) contract values that break the template's terms;
     │                                   raised before anything is sent
+    ├── IdentityValidationError (ValueError) a party's identity values that break its
+    │                                   identity fields; raised before anything is sent
     └── RateLimiterTimeoutError         (also TimeoutError) the limiter could not grant a
                                         request within the caller's ``timeout``
 
@@ -45,6 +47,7 @@ from ._redact import scrub
 
 if TYPE_CHECKING:
     from ._http import Response
+    from .identity import IdentityProblem
     from .validation import TermProblem
 
 __all__ = [
@@ -68,6 +71,7 @@ __all__ = [
     "ResponseValidationError",
     "TermValidationError",
     "RateLimiterTimeoutError",
+    "IdentityValidationError",
 ]
 
 
@@ -310,6 +314,24 @@ class RateLimiterTimeoutError(ContractSDKError, TimeoutError):
         super().__init__(message)
         self.bucket = bucket
         self.wait = wait
+
+
+class IdentityValidationError(ContractSDKError, ValueError):
+    """A party's identity values break its identity fields; nothing was sent.
+
+    Every problem is reported at once (of every party, for a contract made with its
+    parties).
+
+    Attributes:
+        problems: The problems, each with its party, path, field, kind and message.
+    """
+
+    def __init__(self, problems: Sequence[IdentityProblem]) -> None:
+        self.problems: tuple[IdentityProblem, ...] = tuple(problems)
+        count = len(self.problems)
+        lines = "\n".join(f"  - {problem}" for problem in self.problems)
+        noun = "problem" if count == 1 else "problems"
+        super().__init__(f"{count} {noun} with the identity values:\n{lines}")
 
 
 _STATUS_ERRORS: dict[int, type[APIError]] = {

@@ -14,8 +14,28 @@ from ._models import (
     TermOption,
     User,
 )
+from ._parties import (
+    Address,
+    Collaborator,
+    CompanyCreated,
+    ContractWithParties,
+    IdentityField,
+    IdentityFieldOption,
+    Party,
+    Role,
+    Side,
+)
 
 __all__ = [
+    "Address",
+    "Collaborator",
+    "CompanyCreated",
+    "ContractWithParties",
+    "IdentityField",
+    "IdentityFieldOption",
+    "Party",
+    "Role",
+    "Side",
     "Contract",
     "ContractField",
     "ContractType",

@@ -74,6 +74,7 @@ class Contracts(Resource):
         created_by: int,
         values: TermValues | None = None,
         require_all: bool = False,
+        source_contract: int | None = None,
         idempotency_key: str | None = None,
     ) -> Contract:
         """Create a contract from a template version, after validating its values.
@@ -91,6 +92,8 @@ class Contracts(Resource):
             values: ``{term name or id: value}``; values may be str, int, float, Decimal,
                 date or datetime and are sent as strings.
             require_all: Also refuse values that leave an applicable term unanswered.
+            source_contract: Make the new contract a copy of this contract (sent as
+                ``source_contract``, endpoints.md M1); the values given still apply.
             idempotency_key: Your own key (e.g. derived from your record's id), so that a
                 repeated call can never create a second contract. One is generated per call
                 otherwise, and reused by every retry of that call.
@@ -105,6 +108,7 @@ class Contracts(Resource):
             created_by=created_by,
             values=values,
             require_all=require_all,
+            source_contract=source_contract,
             idempotency_key=idempotency_key,
         )
 
@@ -119,6 +123,7 @@ class Contracts(Resource):
         require_all: bool,
         idempotency_key: str | None,
         trust_key: bool = True,
+        source_contract: int | None = None,
     ) -> Contract:
         """Create a contract as :meth:`create` does.
 
@@ -130,7 +135,13 @@ class Contracts(Resource):
         creator = int(path_id(created_by, "created_by"))
         terms = await self._client._term_set(template)
         fields = terms.build_fields(values or {}, require_all=require_all)
-        body = {"created_by_user_id": creator, "template_id": template, "fields": fields}
+        body: dict[str, Any] = {
+            "created_by_user_id": creator,
+            "template_id": template,
+            "fields": fields,
+        }
+        if source_contract is not None:
+            body["source_contract"] = int(path_id(source_contract, "source_contract"))
         response = await self._client._send_json(
             "POST",
             f"/teams/{team}/contracts",

@@ -1,0 +1,556 @@
+"""The identity fields of a party, as a tree, with a validator that reports every problem.
+
+``GET /v1/templates/{id}/fields?roles=…&side=…`` (reference/endpoints.md §1 #23) returns the
+questions a party of those roles and that side answers about itself: names, email, address,
+and choices whose options carry nested questions (the tenant sample's "Are you a Tenant or
+Guarantor?" → ``guarantor`` → "Please specify the name of the Tenant"). It is the same
+shape as a template's terms, so :class:`IdentityFieldSet` follows :class:`TermSet`'s
+conventions: a flat mapping of values, every problem reported at once, and a nested payload
+built for the wire.
+
+Differences from terms, all from the wire:
+
+* identity fields have an ``id`` and a ``label``; the samples have no ``name``. A value may
+  be keyed by id (int or digit string), name, or label (exactly, then ignoring case and
+  spacing when that names one field);
+* an option is named by its ``name`` (terms' options have a ``value``);
+* the collaborator body is camelCase: ``{"id", "value", "nestedFields"}``
+  (``CreateCollaboratorIdentityFieldV1DTO``, where ``nestedFields`` is required, so it is
+  always sent, empty when there is nothing under the field);
+* nested fields say ``required``; top-level fields do not, so they are required only with
+  ``require_all=True``;
+* ``validationType`` ``EMAIL`` (the only value the samples and the spec show) is checked;
+  any other validation type is left to the service.
+
+Invariants of an :class:`IdentityFieldSet`: immutable once built (its indexes are made in
+``__init__``), so one set serves any number of tasks; everything here is pure.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Literal, overload
+
+import attrs
+
+from ._exceptions import ConfigurationError, IdentityValidationError
+from ._values import UnsendableValueError, to_wire_value
+from .models._parties import IdentityField, Role, Side
+from .validation import PATH_SEPARATOR, TermValue
+
+__all__ = [
+    "check_roles",
+    "check_side",
+    "IdentityFieldSet",
+    "IdentityProblem",
+    "IdentityProblemKind",
+    "IdentityValues",
+    "identity_fields_by_id",
+]
+
+IdentityValues = Mapping[Any, TermValue]
+"""A flat mapping ``{field id | digit-string id | name | label: value}``.
+
+Values are converted as term values are (``str``, ``int``, ``float``, ``Decimal``, ``date``,
+``datetime``; every one is sent as a string); ``None`` means "no value".
+"""
+
+IdentityProblemKind = Literal[
+    "unknown_field",
+    "ambiguous",
+    "not_an_option",
+    "inapplicable",
+    "missing",
+    "invalid",
+    "bad_value",
+    "duplicate",
+    "no_id",
+]
+"""The kinds of :class:`IdentityProblem`."""
+
+# validationType EMAIL: one @, no spaces, a dot in the domain. Deliberately loose: the
+# service's own rule is not published, and a stricter one would refuse real addresses.
+_EMAIL = re.compile(r"[^@\s]+@[^@\s.]+(\.[^@\s.]+)+")
+_SPACES = re.compile(r"\s+")
+
+
+@attrs.frozen(kw_only=True)
+class IdentityProblem:
+    """One problem with a party's identity values.
+
+    Attributes:
+        kind: ``unknown_field``, ``ambiguous``, ``not_an_option``, ``inapplicable``,
+            ``missing``, ``invalid`` (breaks the field's ``validationType``), ``bad_value``
+            (no string form), ``duplicate`` or ``no_id`` (the service gave the field no id).
+        path: Where, root to field: ``Are you a Tenant or Guarantor?=guarantor › Please
+            specify the name of the Tenant`` (for an unknown key, the key as given).
+        field: The field's name, label or id (or the key as given, for an unknown key).
+        message: What is wrong, and what would be right when there is something.
+        suggestion: A close field or option, or the choice that makes a field apply.
+        party: The party's position (0-based) when several parties are checked together.
+    """
+
+    kind: IdentityProblemKind
+    path: str
+    field: str
+    message: str
+    suggestion: str | None = None
+    party: int | None = None
+
+    def __str__(self) -> str:
+        where = f"party {self.party}: " if self.party is not None else ""
+        return f"{where}{self.path}: {self.message}"
+
+
+def _fold(text: str) -> str:
+    return _SPACES.sub(" ", text).strip().casefold()
+
+
+def _display(field: IdentityField) -> str:
+    return field.name or field.label or (str(field.id) if field.id is not None else "?")
+
+
+class _Place:
+    """One position of a field in the tree."""
+
+    __slots__ = ("children", "conditions", "field", "options", "path", "shown")
+
+    def __init__(self, field: IdentityField, parent: _Place | None, via: str | None) -> None:
+        self.field = field
+        self.shown = _display(field)
+        self.conditions: tuple[tuple[_Place, str], ...] = (
+            () if parent is None or via is None else (*parent.conditions, (parent, via))
+        )
+        self.path = PATH_SEPARATOR.join(
+            [f"{anc.shown}={option}" for anc, option in self.conditions] + [self.shown]
+        )
+        self.options = tuple(option.name for option in field.options if option.name is not None)
+        self.children: dict[str, tuple[_Place, ...]] = {}
+
+
+class IdentityFieldSet(Sequence[IdentityField]):
+    """The identity fields of a party of some roles and side, with their validator.
+
+    As a sequence it holds the top-level fields in the service's order; :meth:`walk` visits
+    the whole tree.
+
+    Args:
+        fields: The top-level fields, as ``GET /v1/templates/{id}/fields`` returns them.
+        template_id: The template version they belong to.
+        roles: The roles they were fetched for.
+        side: The side they were fetched for.
+    """
+
+    def __init__(
+        self,
+        fields: Iterable[IdentityField],
+        *,
+        template_id: int | None = None,
+        roles: Iterable[Role] = (),
+        side: Side | None = None,
+    ) -> None:
+        self._fields = tuple(fields)
+        self.template_id = template_id
+        self.roles = tuple(roles)
+        self.side = side
+        self._places: list[_Place] = []
+        self._by_id: dict[int, list[_Place]] = {}
+        self._by_key: dict[str, list[_Place]] = {}  # exact names and labels
+        self._by_folded: dict[str, list[_Place]] = {}  # the same, case and spacing folded
+        self._top = self._index(self._fields, None, None)
+
+    def _index(
+        self, fields: Iterable[IdentityField], parent: _Place | None, via: str | None
+    ) -> tuple[_Place, ...]:
+        places = []
+        for field in fields:
+            place = _Place(field, parent, via)
+            self._places.append(place)
+            if field.id is not None:
+                self._by_id.setdefault(field.id, []).append(place)
+            for key in {field.name, field.label} - {None, ""}:
+                assert key is not None
+                self._by_key.setdefault(key, []).append(place)
+                folded = self._by_folded.setdefault(_fold(key), [])
+                if place not in folded:
+                    folded.append(place)
+            place.children = {
+                option.name: self._index(option.nested_fields, place, option.name)
+                for option in field.options
+                if option.name is not None
+            }
+            places.append(place)
+        return tuple(places)
+
+    # -- Sequence -------------------------------------------------------------------------
+
+    @overload
+    def __getitem__(self, index: int) -> IdentityField: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[IdentityField]: ...
+    def __getitem__(self, index: int | slice) -> IdentityField | Sequence[IdentityField]:
+        return self._fields[index]
+
+    def __len__(self) -> int:
+        return len(self._fields)
+
+    def __iter__(self) -> Iterator[IdentityField]:
+        return iter(self._fields)
+
+    def __repr__(self) -> str:
+        roles = ",".join(str(role) for role in self.roles)
+        return (
+            f"IdentityFieldSet({len(self._fields)} fields, {len(self._places)} in all, "
+            f"template_id={self.template_id!r}, roles={roles!r}, "
+            f"side={None if self.side is None else str(self.side)!r})"
+        )
+
+    # -- The tree -------------------------------------------------------------------------
+
+    def find(self, key: str | int) -> IdentityField | None:
+        """Return a field anywhere in the tree by id, digit-string id, name or label.
+
+        Returns:
+            The first field in the service's order that the key names, or None.
+        """
+        places = self._lookup(key)
+        return places[0].field if places else None
+
+    def walk(self) -> Iterator[tuple[str, IdentityField]]:
+        """Visit every field depth-first in the service's order.
+
+        Returns:
+            An iterator of ``(path, field)``.
+        """
+        return ((place.path, place.field) for place in self._places)
+
+    def _lookup(self, key: object) -> Sequence[_Place]:
+        if isinstance(key, bool):
+            return ()
+        if isinstance(key, int):
+            return self._by_id.get(key, ())
+        if not isinstance(key, str):
+            return ()
+        places = self._by_key.get(key)
+        if places is None and key.isascii() and key.isdigit():
+            places = self._by_id.get(int(key))
+        if places is None:
+            places = self._by_folded.get(_fold(key))
+        return places or ()
+
+    # -- Validation -----------------------------------------------------------------------
+
+    def validate(
+        self,
+        values: IdentityValues,
+        *,
+        require_all: bool = False,
+        date_format: str | None = None,
+        datetime_format: str | None = None,
+    ) -> dict[int, str]:
+        """Check flat values against the fields and return them by field id.
+
+        The rules: a field with options takes exactly one option name; the nested fields of
+        an option apply only while it is chosen; a nested field marked ``required`` must
+        have a value when it applies; a field whose ``validationType`` is ``EMAIL`` takes an
+        email address. Every problem is reported at once.
+
+        Args:
+            values: ``{field id | digit-string id | name | label: value}``.
+            require_all: Also require a value for every applicable field, top-level ones
+                included (the service marks only nested fields ``required``).
+            date_format: ``strftime`` format for dates (ISO 8601 when None).
+            datetime_format: ``strftime`` format for datetimes (ISO 8601 when None).
+
+        Returns:
+            ``{field id: value as string}`` for the fields that apply, in tree order.
+
+        Raises:
+            IdentityValidationError: Anything is wrong; ``.problems`` lists it all.
+        """
+        applied = self._check(values, require_all, date_format, datetime_format)
+        return {place.field.id: text for place, text in applied if place.field.id is not None}
+
+    def build(
+        self,
+        values: IdentityValues,
+        *,
+        require_all: bool = False,
+        date_format: str | None = None,
+        datetime_format: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Validate flat values and build a collaborator's ``identityFields`` payload.
+
+        Each entry is ``{"id": int, "value": str, "nestedFields": [...]}`` (camelCase, as
+        ``CreateCollaboratorIdentityFieldV1DTO`` names it), the answers to a chosen option's
+        fields inside its field's ``nestedFields``. Fields without a value are left out.
+
+        Args:
+            values: As for :meth:`validate`.
+            require_all: As for :meth:`validate`.
+            date_format: As for :meth:`validate`.
+            datetime_format: As for :meth:`validate`.
+
+        Raises:
+            IdentityValidationError: Anything is wrong; nothing is built.
+        """
+        applied = self._check(values, require_all, date_format, datetime_format)
+        top: list[dict[str, Any]] = []
+        entries: dict[int, dict[str, Any]] = {}  # by id(place): places are not hashable keys
+        for place, text in applied:  # depth-first: a parent's entry exists before its children's
+            entry: dict[str, Any] = {"id": place.field.id, "value": text, "nestedFields": []}
+            entries[id(place)] = entry
+            if place.conditions:
+                entries[id(place.conditions[-1][0])]["nestedFields"].append(entry)
+            else:
+                top.append(entry)
+        return top
+
+    def _check(
+        self,
+        values: IdentityValues,
+        require_all: bool,
+        date_format: str | None,
+        datetime_format: str | None,
+    ) -> list[tuple[_Place, str]]:
+        problems: list[IdentityProblem] = []
+        # place → [(key, text)], and for each key its places, to find keys that went nowhere.
+        given: dict[int, list[tuple[object, str]]] = {}
+        keys: list[tuple[object, str, Sequence[_Place]]] = []
+        unknown: list[IdentityProblem] = []
+        for key, raw in values.items():
+            places = self._lookup(key)
+            if not places:
+                unknown.append(self._unknown(key))
+                continue
+            if raw is None:
+                continue
+            try:
+                text = to_wire_value(raw, date_format, datetime_format)
+            except UnsendableValueError as exc:
+                problems.append(_problem("bad_value", places[0], str(exc)))
+                continue
+            keys.append((key, text, places))
+            for place in places:
+                given.setdefault(id(place), []).append((key, text))
+
+        applied: list[tuple[_Place, str]] = []
+        landed: dict[object, list[_Place]] = {}  # key → applicable places it went to
+        stack = list(reversed(self._top))
+        while stack:
+            place = stack.pop()
+            field = place.field
+            answers = given.get(id(place), [])
+            texts = {text for _, text in answers}
+            for key, _ in answers:
+                landed.setdefault(key, []).append(place)
+            if len(texts) > 1:
+                shown = " and ".join(f"{text!r} (as {key!r})" for key, text in answers)
+                problems.append(_problem("duplicate", place, f"given twice: {shown}"))
+                continue
+            answer = next(iter(texts)) if texts else None
+            if (answer is None or not answer.strip()) and (field.required or require_all):
+                message = "no value given" if answer is None else "the value is empty"
+                if place.options:
+                    message += f"; choose one of: {', '.join(place.options)}"
+                problems.append(_problem("missing", place, message))
+                continue
+            if answer is None:
+                continue
+            text = answer
+            if field.id is None:
+                message = "the service gave this field no id, so its value cannot be sent"
+                problems.append(_problem("no_id", place, message))
+                continue
+            if place.options:
+                if text not in place.options:
+                    problems.append(self._not_an_option(place, text))
+                    continue
+                stack.extend(reversed(place.children.get(text, ())))
+            elif (field.validation_type or "").upper() == "EMAIL" and not _EMAIL.fullmatch(text):
+                problems.append(_problem("invalid", place, f"{text!r} is not an email address"))
+                continue
+            applied.append((place, text))
+
+        for key, _text, places in keys:
+            went = landed.get(key, [])
+            if not went:
+                problems.append(self._inapplicable(places[0], values))
+            elif len({id(place.field) for place in went}) > 1 and not isinstance(key, int):
+                ids = ", ".join(str(place.field.id) for place in went)
+                message = f"{key!r} names {len(went)} fields that apply (ids {ids}); key it by id"
+                problems.append(_problem("ambiguous", went[0], message))
+        problems.extend(unknown)
+        if problems:
+            raise IdentityValidationError(problems)
+        return applied
+
+    # -- Problems -------------------------------------------------------------------------
+
+    def _unknown(self, key: object) -> IdentityProblem:
+        if (isinstance(key, int) and not isinstance(key, bool)) or (
+            isinstance(key, str) and key.isascii() and key.isdigit()
+        ):
+            message = f"no identity field has the id {key}"
+            return IdentityProblem(
+                kind="unknown_field", path=str(key), field=str(key), message=message
+            )
+        if not isinstance(key, str):
+            message = f"a key must be a field id, name or label, not {type(key).__name__}"
+            return IdentityProblem(
+                kind="unknown_field", path=repr(key), field=repr(key), message=message
+            )
+        names = {_fold(name): name for name in self._by_key}
+        close = difflib.get_close_matches(_fold(key), names, n=1, cutoff=0.6)
+        suggestion = names[close[0]] if close else None
+        message = f"unknown identity field {key!r}"
+        if suggestion is not None:
+            message += f"; did you mean {suggestion!r}?"
+        return IdentityProblem(
+            kind="unknown_field", path=key, field=key, message=message, suggestion=suggestion
+        )
+
+    def _not_an_option(self, place: _Place, text: str) -> IdentityProblem:
+        folded = {_fold(option): option for option in place.options}
+        suggestion = folded.get(_fold(text))
+        if suggestion is None:
+            close = difflib.get_close_matches(_fold(text), folded, n=1, cutoff=0.6)
+            suggestion = folded[close[0]] if close else None
+        message = f"{text!r} is not an option"
+        if suggestion is not None:
+            message += f"; did you mean {suggestion!r}?"
+        message += f" (options: {', '.join(place.options)})"
+        return _problem("not_an_option", place, message, suggestion)
+
+    def _inapplicable(self, place: _Place, values: IdentityValues) -> IdentityProblem:
+        needed = " and ".join(f"{anc.shown}={option}" for anc, option in place.conditions)
+        ancestor, option = place.conditions[-1] if place.conditions else (place, "")
+        chosen = [
+            text
+            for key, text in values.items()
+            if text is not None and any(p is ancestor for p in self._lookup(key))
+        ]
+        state = f"{ancestor.shown} is {chosen[0]!r}" if chosen else f"{ancestor.shown} has no value"
+        return _problem(
+            "inapplicable",
+            place,
+            f"applies only when {needed} ({state})",
+            f"{ancestor.shown}={option}",
+        )
+
+    # -- Display --------------------------------------------------------------------------
+
+    def tree(self) -> str:
+        """Render the fields as an indented text tree: id, label, flags, options.
+
+        Returns:
+            Lines joined by newlines; options are radio buttons ``( )``, their nested fields
+            indented beneath them.
+        """
+        lines: list[str] = []
+        self._render(self._top, 0, lines)
+        return "\n".join(lines)
+
+    def _render(self, places: Sequence[_Place], indent: int, lines: list[str]) -> None:
+        pad = " " * indent
+        for place in places:
+            field = place.field
+            flags = [
+                flag for flag in (field.validation_type, field.required and "required") if flag
+            ]
+            line = f"{pad}{place.shown} (id {field.id})"
+            if flags:
+                line += f" [{', '.join(str(flag) for flag in flags)}]"
+            lines.append(line)
+            for option in place.options:
+                lines.append(f"{pad}  ( ) {option}")
+                self._render(place.children.get(option, ()), indent + 6, lines)
+
+
+def _problem(
+    kind: IdentityProblemKind, place: _Place, message: str, suggestion: str | None = None
+) -> IdentityProblem:
+    return IdentityProblem(
+        kind=kind, path=place.path, field=place.shown, message=message, suggestion=suggestion
+    )
+
+
+def identity_fields_by_id(
+    values: IdentityValues,
+    *,
+    date_format: str | None = None,
+    datetime_format: str | None = None,
+) -> list[tuple[int, str]]:
+    """Return unchecked values keyed by field id as ``(id, text)`` pairs, in the order given.
+
+    For calls made without the fields at hand (no template id): keys must be ids, as int or
+    digit string; ``None`` values are left out.
+
+    Raises:
+        ConfigurationError: A key is not an id, or a value has no string form (each is
+            listed).
+    """
+    pairs: list[tuple[int, str]] = []
+    wrong: list[str] = []
+    for key, raw in values.items():
+        if type(key) is int and key >= 0:
+            field_id = key
+        elif isinstance(key, str) and key.isascii() and key.isdigit():
+            field_id = int(key)
+        else:
+            wrong.append(f"{key!r}: without template_id= a field must be given by its id")
+            continue
+        if raw is None:
+            continue
+        try:
+            pairs.append((field_id, to_wire_value(raw, date_format, datetime_format)))
+        except UnsendableValueError as exc:
+            wrong.append(f"{key!r}: {exc}")
+    if wrong:
+        raise ConfigurationError("identity values cannot be sent: " + "; ".join(wrong))
+    return pairs
+
+
+def check_roles(
+    roles: Role | str | Iterable[Role | str], *, allowed: Iterable[Role] = tuple(Role)
+) -> tuple[Role, ...]:
+    """Return roles as :class:`Role` members, without repeats, in the order given.
+
+    Args:
+        roles: One role or several, as members or wire strings (``"party"``).
+        allowed: The roles the endpoint's DTO lists.
+
+    Raises:
+        ConfigurationError: No role, or one that is not a role the endpoint takes.
+    """
+    given = [roles] if isinstance(roles, str) else list(roles)
+    allowed = tuple(allowed)
+    wire = {role.value: role for role in allowed}
+    result: list[Role] = []
+    for role in given:
+        value: object = role.value if isinstance(role, Role) else role  # anything, at run time
+        member = wire.get(value) if isinstance(value, str) else None
+        if member is None:
+            names = ", ".join(role.value for role in allowed)
+            raise ConfigurationError(f"{role!r} is not a role here; the roles are: {names}")
+        if member not in result:
+            result.append(member)
+    if not result:
+        raise ConfigurationError("give at least one role")
+    return tuple(result)
+
+
+def check_side(side: Side | str) -> Side:
+    """Return a side as a :class:`Side` member.
+
+    Raises:
+        ConfigurationError: Not ``both``, ``first`` or ``second``.
+    """
+    try:
+        return Side(side)
+    except ValueError:
+        raise ConfigurationError(
+            f"{side!r} is not a side; the sides are: both, first, second"
+        ) from None

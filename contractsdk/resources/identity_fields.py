@@ -1,0 +1,87 @@
+"""``client.identity_fields``: what a party of some roles and side tells about itself."""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.parse
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from contractsdk.identity import IdentityFieldSet, check_roles, check_side
+from contractsdk.models import IdentityField, Role, Side
+from contractsdk.resources._base import Resource, path_id
+
+if TYPE_CHECKING:
+    from contractsdk._client import ContractClient
+
+__all__ = ["IdentityFields"]
+
+_Key = tuple[int, frozenset[Role], Side]
+
+
+class IdentityFields(Resource):
+    """Read identity fields (reference/endpoints.md §1 #23).
+
+    Like a template's terms, a template version's identity fields do not change once it
+    is published, so each (template, roles, side) is fetched once per client and kept;
+    concurrent first calls share one request.
+    """
+
+    def __init__(self, client: ContractClient) -> None:
+        super().__init__(client)
+        self._sets: dict[_Key, asyncio.Future[IdentityFieldSet]] = {}
+
+    async def list(
+        self,
+        template_id: int,
+        /,
+        *,
+        roles: Role | str | Iterable[Role | str],
+        side: Side | str,
+        refresh: bool = False,
+    ) -> IdentityFieldSet:
+        """Return the identity fields a party of these roles and side fills in, as a tree.
+
+        Sent as ``GET /v1/templates/{id}/fields?roles=party&roles=signatory&side=first``:
+        ``roles`` repeated, in the order given.
+
+        Args:
+            template_id: The template version's id.
+            roles: One role or several (:class:`Role` or its wire value).
+            side: The party's side.
+            refresh: Fetch again even if the client has them.
+
+        Raises:
+            ConfigurationError: An unknown role or side, or a bad id (nothing is sent).
+        """
+        template = int(path_id(template_id, "template_id"))
+        checked_roles, checked_side = check_roles(roles), check_side(side)
+        key = (template, frozenset(checked_roles), checked_side)
+        future = self._sets.get(key)
+        if future is None or refresh or (future.done() and future.exception() is not None):
+            future = asyncio.ensure_future(self._fetch(template, checked_roles, checked_side))
+            self._sets[key] = future
+        elif future.done():
+            return future.result()
+        try:
+            return await asyncio.shield(future)
+        except Exception:
+            if self._sets.get(key) is future:
+                del self._sets[key]  # a failed fetch is not kept
+            raise
+
+    async def _fetch(
+        self, template_id: int, roles: tuple[Role, ...], side: Side
+    ) -> IdentityFieldSet:
+        query = urllib.parse.urlencode(
+            [("roles", role.value) for role in roles] + [("side", side.value)]
+        )
+        fields = await self._client._get_list(
+            f"/templates/{template_id}/fields?{query}", IdentityField
+        )
+        return IdentityFieldSet(fields, template_id=template_id, roles=roles, side=side)
+
+    def _cancel(self) -> None:
+        """Cancel fetches still under way (the client is closing)."""
+        for future in self._sets.values():
+            future.cancel()
