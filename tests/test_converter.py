@@ -162,9 +162,9 @@ def test_contract_id_from_self_link() -> None:
         ({"id": True, "name": "x"}, "$.id"),
         ({"id": 1.5, "name": "x"}, "$.id"),
         ({"id": 2**64, "name": "x"}, "$.id"),
-        ({"name": "x"}, "$.id"),
+        ({"id": "", "name": "x"}, "$.id"),  # a missing id is tolerated (M6), an empty one not
         ({"id": 1, "name": {"a": 1}}, "$.name"),
-        ({"id": 1, "name": "x", "created": "yesterday"}, "$.created"),
+        ({"id": 1, "name": "x", "created": {"day": 16}}, "$.created"),  # "yesterday" reads None
         ({"id": 1, "name": "x", "_links": {"self": {"no": "href"}}}, "$.links"),
         ([1, 2], "$"),
     ],
@@ -182,7 +182,7 @@ def test_unreadable_bodies_name_the_field(data: object, where: str) -> None:
 def test_list_errors_name_the_index() -> None:
     """In a list, the bad item's index is named."""
     with pytest.raises(ResponseValidationError, match=r"\$\[1\]\.name"):
-        structure_list([{"id": 1, "name": "a"}, {"id": 2, "name": None}], Team)
+        structure_list([{"id": 1, "name": "a"}, {"id": 2, "name": ["b"]}], Team)
 
 
 def test_list_must_be_an_array() -> None:
