@@ -27,7 +27,7 @@ import attrs
 
 from contractsdk._auth import ApiKey, Auth, ClientCredentials, StaticAuth, TokenAuth
 from contractsdk._config import Environment, check_base_url, environment_from_env
-from contractsdk._converter import structure, structure_list
+from contractsdk._converter import NO_CONTENT, structure, structure_list
 from contractsdk._exceptions import ConfigurationError, error_from_response
 from contractsdk._http import NOT_GIVEN, Call, Headers, NotGiven, Request, Response
 from contractsdk._logging import ClientStats, EventHook, Instrumentation, logger
@@ -43,9 +43,19 @@ from contractsdk._redact import Secrets
 from contractsdk._redis import SharedRedis, namespace
 from contractsdk._retry import Retrier, Retries, RetryBudget
 from contractsdk._transport import AiohttpTransport, AsyncTransport
-from contractsdk.models import Contract, Team
-from contractsdk.resources import Contracts, ContractTypes, Teams, Templates, Terms, Users
-from contractsdk.resources._base import path_id
+from contractsdk.models import Contract, ContractWithParties, Party, Team
+from contractsdk.resources import (
+    Collaborators,
+    Companies,
+    Contracts,
+    ContractTypes,
+    IdentityFields,
+    Teams,
+    Templates,
+    Terms,
+    Users,
+)
+from contractsdk.resources._base import Id, path_id
 from contractsdk.validation import TermSet, TermValues
 
 __all__ = ["ContractClient"]
@@ -311,7 +321,7 @@ class ContractClient:
         self._closed = False
 
         self.users = Users(self)
-        """Users: :meth:`~contractsdk.resources.Users.get`."""
+        """Users: create, list, get."""
         self.teams = Teams(self)
         """Teams: list, create, get, rename."""
         self.contract_types = ContractTypes(self)
@@ -322,6 +332,13 @@ class ContractClient:
         """Terms of a template version: list (a :class:`~contractsdk.TermSet`), get."""
         self.contracts = Contracts(self)
         """Contracts: create, list, get, update, delete, download_pdf, download_html."""
+        self.identity_fields = IdentityFields(self)
+        """Identity fields of a party: list (an :class:`~contractsdk.IdentityFieldSet`)."""
+        self.collaborators = Collaborators(self)
+        """Collaborators: create, list, get, delete, update_roles, update_fields, sign,
+        sign_with_saved_signature."""
+        self.companies = Companies(self)
+        """Company parties: create."""
 
     def __repr__(self) -> str:
         return f"<ContractClient environment={self.environment.name!r} base_url={self._base!r}>"
@@ -348,6 +365,7 @@ class ContractClient:
         self._closed = True
         for future in self._term_sets.values():
             future.cancel()
+        self.identity_fields._cancel()
         await self._auth.aclose()
         if self._limiter is not None:
             await self._limiter.aclose()
@@ -431,6 +449,36 @@ class ContractClient:
             return response
         on_retry = self._instrumentation.on_retry
         return await retrier.retry(call, first, self._attempt, on_retry=on_retry)
+
+    async def _send_content(
+        self,
+        method: str,
+        path: str,
+        content: bytes,
+        content_type: str,
+        *,
+        accept: str = "application/json",
+    ) -> Response:
+        """Send a body of raw bytes (a multipart upload) through the whole send sequence.
+
+        Retries, the limiter, auth, hooks and redaction apply as to JSON calls; it is apart
+        from :meth:`_send_json` so that the JSON path does no extra work per call.
+        """
+        if self._closed:
+            raise ConfigurationError("this client is closed; make a new one")
+        headers = Headers(
+            {"Accept": accept, "User-Agent": self._user_agent, "Content-Type": content_type}
+        )
+        if method == "POST":
+            headers = headers.with_header("Idempotency-Key", os.urandom(16).hex(), keep=False)
+        request = Request._make(method, self._base + path, headers, content, self._timeout, {})
+        call = Call(request)
+        if self._retrier is None:
+            call.attempts = 1
+            return await self._attempt(call)
+        return await self._retrier.call(
+            call, self._attempt, on_retry=self._instrumentation.on_retry
+        )
 
     async def _attempt(self, call: Call) -> Response:
         auth = self._auth
@@ -517,6 +565,11 @@ class ContractClient:
     # -- typed helpers for the resources -----------------------------------------------
 
     def _decode(self, response: Response) -> Any:
+        # The spec declares 204 for most GETs (endpoints.md §3 M12): one without a body is
+        # NO_CONTENT, which the converter reads as a model of Nones or an empty list. Any
+        # other body that is not JSON, a 200's included, is an error.
+        if response.status_code == 204 and not response.content.strip():
+            return NO_CONTENT
         request = response.request
         try:
             return response.json()
@@ -548,7 +601,7 @@ class ContractClient:
         response = await self._send_json("PATCH", path, body)
         return structure(self._decode(response), model, method="PATCH", url=self._prefix + path)
 
-    async def _term_set(self, template_id: int, *, refresh: bool = False) -> TermSet:
+    async def _term_set(self, template_id: Id, *, refresh: bool = False) -> TermSet:
         """Return a template version's terms, fetched once per template (single flight)."""
         key = int(path_id(template_id, "template_id"))
         future = self._term_sets.get(key)
@@ -572,7 +625,7 @@ class ContractClient:
 
     # -- the whole flow ----------------------------------------------------------------
 
-    async def personal_team(self, user_id: int, /) -> Team:
+    async def personal_team(self, user_id: Id, /) -> Team:
         """Return the user's personal team.
 
         Every user owns a team called "Personal Team", which can be renamed
@@ -583,21 +636,26 @@ class ContractClient:
         """
         teams = await self.teams.list(user_id)
         for team in teams:
-            if team.name.strip().casefold() == PERSONAL_TEAM.casefold():
+            if team.name is not None and team.name.strip().casefold() == PERSONAL_TEAM.casefold():
                 return team
         if not teams:
             raise ConfigurationError(f"user {user_id} has no team; pass team_id=")
-        return min(teams, key=lambda team: (team.created is None, team.created, team.id))
+        # Any field may be missing (endpoints.md §3 M6): undated, then id-less teams last.
+        return min(
+            teams,
+            key=lambda team: (team.created is None, team.created, team.id is None, team.id or 0),
+        )
 
     async def create_contract(
         self,
         *,
-        user_id: int,
-        contract_type_id: int,
+        user_id: Id,
+        contract_type_id: Id,
         values: TermValues,
         team_id: int | None = None,
         template_id: int | None = None,
         require_all: bool = False,
+        source_contract: int | None = None,
         idempotency_key: str | None = None,
     ) -> Contract:
         """Create a contract in one call: team, template version, terms, validation, create.
@@ -609,20 +667,109 @@ class ContractClient:
             team_id: The team to hold it; the user's personal team if not given.
             template_id: The template version; the newest if not given.
             require_all: Also refuse values that leave an applicable term unanswered.
+            source_contract: Make it a copy of this contract.
             idempotency_key: Your own key, to make repeating the call safe.
 
         Raises:
             TermValidationError: The values break the template's terms (nothing was sent).
+            ConfigurationError: The team or template version to use came without an id.
         """
         if team_id is None:
             team_id = (await self.personal_team(user_id)).id
+            if team_id is None:  # every field of an answer is optional (endpoints.md §3 M6)
+                raise ConfigurationError(
+                    f"the service sent user {user_id}'s personal team without an id; pass team_id="
+                )
         if template_id is None:
             template_id = (await self.templates.latest(team_id, contract_type_id)).id
+            if template_id is None:
+                raise ConfigurationError(
+                    f"the service sent the newest template version of contract type "
+                    f"{contract_type_id} without an id; pass template_id="
+                )
         return await self.contracts.create(
             team_id,
             template_id=template_id,
             created_by=user_id,
             values=values,
             require_all=require_all,
+            source_contract=source_contract,
             idempotency_key=idempotency_key,
         )
+
+    async def create_contract_with_parties(
+        self,
+        *,
+        user_id: Id,
+        contract_type_id: Id,
+        values: TermValues,
+        parties: Sequence[Party],
+        team_id: int | None = None,
+        template_id: int | None = None,
+        require_all: bool = False,
+        require_all_identity: bool = False,
+        idempotency_key: str | None = None,
+    ) -> ContractWithParties:
+        """Create a contract and add its parties in one call, everything checked first.
+
+        Before anything is created: the team and template version are found (as for
+        :meth:`create_contract`), the values are checked against the terms, and every
+        party's roles, side and identity values are checked against its identity fields
+        (fetched once per template, roles and side, and kept). Then the contract is created
+        and the parties are added in order, each as ``inviter_id`` (default: ``user_id``)
+        invites it.
+
+        If adding a party fails after the contract exists, nothing is rolled back (the
+        contract may be wanted, and a delete could fail too): :class:`PartiesIncompleteError`
+        names the contract, the collaborators added and the parties not added, with the
+        failure as its cause. With ``idempotency_key``, each party's request carries a key
+        derived from it, so repeating the call is safe where the service honours keys.
+
+        Args:
+            user_id: Who creates the contract (and, by default, invites the parties).
+            contract_type_id: The kind of contract.
+            values: ``{term name or id: value}``.
+            parties: The parties, each a :class:`~contractsdk.Party`.
+            team_id: The team to hold it; the user's personal team if not given.
+            template_id: The template version; the newest if not given.
+            require_all: Also refuse values that leave an applicable term unanswered.
+            require_all_identity: Also require a value for every applicable identity field.
+            idempotency_key: Your own key, to make repeating the call safe.
+
+        Returns:
+            The contract and its collaborators, one per party in the order given.
+
+        Raises:
+            TermValidationError: The contract values break the terms (nothing was created).
+            IdentityValidationError: Parties' values break their identity fields; every
+                problem of every party is listed, each naming its party (nothing was
+                created).
+            ConfigurationError: A party's id, roles or side is wrong (nothing was created).
+            PartiesIncompleteError: The contract was created but a party could not be added.
+        """
+        if team_id is None:
+            team_id = (await self.personal_team(user_id)).id
+            if team_id is None:
+                raise ConfigurationError(f"user {user_id}'s personal team has no id; pass team_id=")
+        if template_id is None:
+            template_id = (await self.templates.latest(team_id, contract_type_id)).id
+            if template_id is None:
+                raise ConfigurationError("the newest template version has no id; pass template_id=")
+        template = int(path_id(template_id, "template_id"))
+        (await self._term_set(template)).build_fields(values, require_all=require_all)
+        inviter = int(path_id(user_id, "user_id"))
+        prepared = await self.collaborators._prepare_all(
+            parties, template_id=template, require_all=require_all_identity, inviter_id=inviter
+        )
+        contract = await self.contracts.create(
+            team_id,
+            template_id=template,
+            created_by=user_id,
+            values=values,
+            require_all=require_all,
+            idempotency_key=idempotency_key,
+        )
+        collaborators = await self.collaborators._add_all(
+            contract, prepared, idempotency_key=idempotency_key
+        )
+        return ContractWithParties(contract=contract, collaborators=collaborators)

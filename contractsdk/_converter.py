@@ -10,7 +10,14 @@ Wire facts it follows (reference/service-api.md):
   (§7, §12.10); both are parsed, to aware datetimes.
 * the contract JSON has no ``id``: it comes from its ``self`` link (§7).
 * unknown keys are tolerated and kept: every model holds its wire dict in ``raw``.
+* every response field is optional in the spec (reference/endpoints.md §3 M6): a missing or
+  ``null`` field reads as None, or as ``""`` for a plain ``str`` field (whose default it is);
+  a date string in a format :func:`parse_datetime` does not know reads as None (M5: team
+  ``created`` is typed a bare string), the string left in ``raw``.
+* a 204 with no body (M12) reads as an object with no keys, or an empty list.
 
+Tolerance is for what is missing, ``null``, unknown or in an unknown date format, never for
+a wrong type: a string that is not digits where an id is, an object where a name or date is.
 A body that cannot be read raises :class:`ResponseValidationError` naming each bad field
 (``$.fields[2].value: …``), never a cattrs traceback.
 """
@@ -41,7 +48,7 @@ from .models._models import (
     User,
 )
 
-__all__ = ["parse_datetime", "structure", "structure_list"]
+__all__ = ["NO_CONTENT", "parse_datetime", "structure", "structure_list"]
 
 T = TypeVar("T")
 
@@ -132,6 +139,8 @@ def _short_repr(value: object) -> str:
 def _structure_str(value: object, _: object) -> str:
     if isinstance(value, str):
         return value
+    if value is None:  # every field is optional (§3 M6): null is "not sent", read as the default
+        return ""
     # Values are strings on the wire (§7), but a number is unambiguous; a dict is not.
     if isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)
@@ -155,7 +164,17 @@ def _structure_optional_str(value: object, _: object) -> str | None:
 
 
 def _structure_optional_datetime(value: object, _: object) -> datetime | None:
-    return None if value is None else parse_datetime(value)
+    if value is None:
+        return None
+    try:
+        return parse_datetime(value)
+    except ValueError:
+        # A string in a format we do not know (the spec types team ``created`` as a bare
+        # string, endpoints.md §3 M5): unknown, not wrong; ``raw`` keeps it. Anything else
+        # (an object, a bool) is a wrong type and stays an error.
+        if type(value) is str:
+            return None
+        raise
 
 
 def _structure_links(value: object, _: object) -> tuple[Link, ...]:
@@ -348,6 +367,20 @@ def _structure_contract(value: Any, _: Any) -> Contract:
     )
 
 
+class _NoContent:
+    """What ``ContractClient._decode`` gives for a 204 without a body (endpoints.md §3 M12)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NO_CONTENT"
+
+
+#: A 204 without a body: :func:`structure` reads it as ``{}`` (a model of Nones, ``raw``
+#: ``{}``), :func:`structure_list` as ``[]``.
+NO_CONTENT: Any = _NoContent()
+
+
 # Two converters built alike: the fast one reads every answer; only when it fails is the
 # body read again by the detailed one, whose errors name each bad field.
 _converter = _make_converter(detailed=False)
@@ -401,12 +434,17 @@ def _error(cls: type[Any], errors: list[str], method: str, url: str, what: str) 
 def structure(data: Any, cls: type[T], *, method: str = "", url: str = "") -> T:
     """Read ``data`` (decoded JSON) into ``cls``.
 
+    ``data`` may be :data:`NO_CONTENT` (a 204 without a body): then the model has every
+    field None (or its default) and ``raw`` ``{}``.
+
     Raises:
         ResponseValidationError: The data does not fit the model; each field is named.
     """
     try:
         model: T = _hook(cls)(data, cls)
     except Exception:  # any failure of the fast path; the detailed one says what it was
+        if data is NO_CONTENT:  # checked only here: off the path of every other answer
+            return structure({}, cls, method=method, url=url)
         raise _error(cls, _explain(data, cls), method, url, cls.__name__) from None
     return model
 
@@ -414,11 +452,15 @@ def structure(data: Any, cls: type[T], *, method: str = "", url: str = "") -> T:
 def structure_list(data: Any, cls: type[T], *, method: str = "", url: str = "") -> list[T]:
     """Read a JSON array of ``cls`` (the service's lists are bare arrays, §6).
 
+    :data:`NO_CONTENT` (a 204 without a body) reads as an empty list.
+
     Raises:
         ResponseValidationError: Not an array, or an item does not fit; each field is named.
     """
     what = f"a list of {cls.__name__}"
     if not isinstance(data, list):
+        if data is NO_CONTENT:
+            return []
         errors = [f"$: expected an array, got {type(data).__name__}"]
         raise _error(cls, errors, method, url, what)
     structure_one = _hook(cls)
@@ -430,3 +472,55 @@ def structure_list(data: Any, cls: type[T], *, method: str = "", url: str = "") 
             errors = [line.replace("$", f"$[{index}]", 1) for line in _explain(item, cls)]
             raise _error(cls, errors, method, url, what) from None
     return items
+
+
+# -- Parties (reference/endpoints.md §2): collaborators, identity fields, companies --------
+# Registered on both converters after them, so the hooks above stay as they are. Every field
+# of these DTOs is optional in the spec; the identity-field DTOs mix snake_case and camelCase
+# keys, so both spellings are read (the first present wins, as for ``nested_fields``).
+
+from .models._parties import (  # noqa: E402  # registered last, after both converters exist
+    Collaborator,
+    CompanyCreated,
+    IdentityField,
+    IdentityFieldOption,
+)
+
+_ALIASES.update(
+    {
+        "validationType": ("validationType", "validation_type"),
+        "parentOption": ("parentOption", "parent_option"),
+        "identity_field_id": ("identity_field_id", "identityFieldId"),
+        "value_type": ("value_type", "valueType"),
+    }
+)
+
+
+def _structure_optional_bool(value: object, _: object) -> bool | None:
+    if value is None or type(value) is bool:
+        return value
+    if isinstance(value, str) and value.strip().lower() in {"true", "false"}:
+        return value.strip().lower() == "true"
+    raise ValueError(f"expected a boolean, got {_short_repr(value)}")
+
+
+def _collaborator_id(collaborator: Collaborator) -> Collaborator:
+    if collaborator.id is None:  # as for contracts: the self link names it
+        object.__setattr__(collaborator, "id", id_from_href(self_href(collaborator.links)))
+    return collaborator
+
+
+for _party_converter in (_converter, _detailed):
+    _party_converter.register_structure_hook_func(_is(bool | None), _structure_optional_bool)
+    _register(_party_converter, IdentityFieldOption, nested_fields="nested_fields")
+    _register(
+        _party_converter,
+        IdentityField,
+        validation_type="validationType",
+        parent_option="parentOption",
+        identity_field_id="identity_field_id",
+        value_type="value_type",
+    )
+    _register(_party_converter, Collaborator, name="collaborator_name", after=_collaborator_id)
+    _register(_party_converter, CompanyCreated)
+del _party_converter

@@ -70,6 +70,8 @@ ProblemKind = Literal[
 
 # Separates the steps of a path: ``contract_rentFrequency=month › contract_breakClause``.
 PATH_SEPARATOR = " › "
+# How a term the service sent without a name is shown in paths and trees (it has no key).
+NAMELESS = "(no name)"
 # Every real term name carries this prefix (service-api.md §8 "Facts"); users often drop it.
 _NAME_PREFIX = "contract_"
 # How many option values a message lists before it abbreviates.
@@ -123,7 +125,10 @@ class _Place:
 
     def __init__(self, term: Term, parent: _Place | None, via: str | None, index: int) -> None:
         self.term = term
-        self.name = term.name
+        # Every field of the service's answer is optional (endpoints.md §3 M6). A term
+        # without a name is shown as NAMELESS and indexed neither by name nor by id, so no
+        # value ever reaches it; a term without an id is sent by name alone.
+        self.name = NAMELESS if term.name is None else term.name
         self.id = term.id
         self.parent = parent
         self.index = index
@@ -134,9 +139,12 @@ class _Place:
             () if parent is None or via is None else (*parent.conditions, (parent, via))
         )
         self.path = PATH_SEPARATOR.join(
-            [f"{anc.name}={option}" for anc, option in self.conditions] + [term.name]
+            [f"{anc.name}={option}" for anc, option in self.conditions] + [self.name]
         )
-        self.option_values = tuple(option.value for option in term.options)
+        # An option without a value cannot be chosen: it has no place in the tree.
+        self.option_values = tuple(
+            option.value for option in term.options if option.value is not None
+        )
         self.option_set = frozenset(self.option_values)
         self.lower_options: dict[str, str] = {}
         for value in self.option_values:
@@ -168,6 +176,8 @@ class TermSet(Sequence["Term"]):
         self._places: list[_Place] = []  # every place, depth-first in template order
         self._by_name: dict[str, list[_Place]] = {}
         self._by_id: dict[int, list[_Place]] = {}
+        self._nameless = False  # whether the service sent a term without a name
+        self._nameless_ids: set[int] = set()  # and their ids, for a clear message
         self._top = self._index(self._terms, None, None)
         self._top_reversed = tuple(reversed(self._top))
         self._names = tuple(self._by_name)
@@ -191,13 +201,20 @@ class TermSet(Sequence["Term"]):
         for term in terms:
             place = _Place(term, parent, via, len(self._places))
             self._places.append(place)
-            self._by_name.setdefault(term.name, []).append(place)
-            self._by_id.setdefault(term.id, []).append(place)
+            if term.name is None:
+                self._nameless = True
+                if term.id is not None:
+                    self._nameless_ids.add(term.id)
+            else:
+                self._by_name.setdefault(term.name, []).append(place)
+                if term.id is not None:
+                    self._by_id.setdefault(term.id, []).append(place)
             place.children = {
                 option.value: self._index(option.nested_terms, place, option.value)
                 for option in term.options
+                if option.value is not None
             }
-            if place.children:
+            if term.options:  # a choice even if none of its options has a value
                 place.pushed = {
                     option: tuple(reversed(nested)) for option, nested in place.children.items()
                 }
@@ -226,7 +243,8 @@ class TermSet(Sequence["Term"]):
         if isinstance(item, int) and not isinstance(item, bool):
             return item in self._by_id
         if isinstance(item, Term):
-            return any(place.term == item for place in self._by_id.get(item.id, ()))
+            places = self._places if item.id is None else self._by_id.get(item.id, ())
+            return any(place.term == item for place in places)
         return False
 
     def __repr__(self) -> str:
@@ -360,7 +378,11 @@ class TermSet(Sequence["Term"]):
         entries: dict[_Place, dict[str, Any]] = {}
         # ``applied`` is depth-first, so a parent's entry exists before its children's.
         for place, value in applied:
-            entry: dict[str, Any] = {"id": place.term.id, "name": place.name, "value": value}
+            entry: dict[str, Any] = (
+                {"name": place.name, "value": value}
+                if place.id is None  # the service sent the term without an id (§3 M6)
+                else {"id": place.id, "name": place.name, "value": value}
+            )
             entries[place] = entry
             if place.parent is None:
                 top.append(entry)
@@ -383,7 +405,8 @@ class TermSet(Sequence["Term"]):
         # Names given only by id: their value belongs only to the places with those ids (a
         # name nested under two options may have another id in each).
         by_id_only: dict[str, set[int]] = {}
-        unusable: set[str] = set()  # names whose value was refused: no follow-on noise
+        # Names whose value was refused (no follow-on noise), or that no value can reach.
+        unusable: set[str] = {NAMELESS} if self._nameless else set()
         by_name, by_id = self._by_name, self._by_id
 
         # 1. Resolve keys and convert values: O(number of values).
@@ -538,6 +561,23 @@ class TermSet(Sequence["Term"]):
     # -- Problems ---------------------------------------------------------------------------
 
     def _unknown(self, key: object) -> TermProblem:
+        as_id = (
+            key
+            if isinstance(key, int) and not isinstance(key, bool)
+            else int(key)
+            if isinstance(key, str) and key.isascii() and key.isdigit()
+            else None
+        )
+        if as_id is not None and as_id in self._nameless_ids:
+            return TermProblem(
+                kind="unknown_term",
+                path=str(key),
+                term=str(key),
+                message=(
+                    f"the service sent the term with the id {as_id} without a name, "
+                    "so it cannot be given a value"
+                ),
+            )
         if isinstance(key, int) and not isinstance(key, bool):
             return TermProblem(
                 kind="unknown_term",
@@ -713,10 +753,10 @@ class TermSet(Sequence["Term"]):
         pad = " " * indent
         for place in places:
             term = place.term
-            line = f"{pad}{term.name} (id {term.id})"
+            line = f"{pad}{place.name} (id {term.id})"
             if term.label:
                 line += f": {term.label}"
-            value = shown.get(term.name)
+            value = shown.get(place.name)
             if value is not None and (not place.option_set or value not in place.option_set):
                 line += f" = {value!r}"
                 if place.option_set:

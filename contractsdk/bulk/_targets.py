@@ -44,10 +44,20 @@ async def resolve_team(client: ContractClient, team: int | str, *, user_id: int)
         return int(team)
     teams = await client.teams.list(user_id)
     wanted = team.strip().casefold()
-    found = [candidate for candidate in teams if candidate.name.strip().casefold() == wanted]
+    # A team sent without a name (endpoints.md §3 M6) cannot be named; one without an id
+    # cannot be used.
+    found = [
+        candidate
+        for candidate in teams
+        if candidate.name is not None and candidate.name.strip().casefold() == wanted
+    ]
     if len(found) == 1:
+        if found[0].id is None:
+            raise ConfigurationError(
+                f"the service sent user {user_id}'s team {team!r} without an id; give its id"
+            )
         return found[0].id
-    names = ", ".join(sorted(repr(candidate.name) for candidate in teams)) or "none"
+    names = ", ".join(sorted(repr(c.name) for c in teams if c.name is not None)) or "none"
     if not found:
         raise ConfigurationError(f"user {user_id} has no team named {team!r} (teams: {names})")
     raise ConfigurationError(f"user {user_id} has {len(found)} teams named {team!r}; give its id")
@@ -65,10 +75,19 @@ async def resolve_contract_type(
         return int(contract_type)
     types = await client.contract_types.list(team_id)
     wanted = contract_type.strip().casefold()
-    found = [candidate for candidate in types if candidate.name.strip().casefold() == wanted]
+    found = [
+        candidate
+        for candidate in types
+        if candidate.name is not None and candidate.name.strip().casefold() == wanted
+    ]
     if len(found) == 1:
+        if found[0].id is None:
+            raise ConfigurationError(
+                f"the service sent team {team_id}'s contract type {contract_type!r} without an "
+                "id; give its id"
+            )
         return found[0].id
-    names = ", ".join(sorted(repr(candidate.name) for candidate in types)) or "none"
+    names = ", ".join(sorted(repr(c.name) for c in types if c.name is not None)) or "none"
     if not found:
         raise ConfigurationError(
             f"team {team_id} has no contract type named {contract_type!r} (types: {names})"
@@ -148,8 +167,18 @@ class Targets:
                         f"contract type {contract_type_id} in team {team_id}: {_describe(exc)}"
                     )
                     raise TargetError(self._templates[key]) from None
+                latest_id = latest.id
+                if latest_id is None:  # every field of an answer is optional (§3 M6)
+                    message = (
+                        f"contract type {contract_type_id} in team {team_id}: the service sent "
+                        "its newest template version without an id"
+                    )
+                    if fixed:
+                        raise ConfigurationError(message + "; give the template id")
+                    self._templates[key] = message
+                    raise TargetError(message)
                 pinned = await self._journal.call(
-                    lambda journal: journal.pin_template(team_id, contract_type_id, latest.id)
+                    lambda journal: journal.pin_template(team_id, contract_type_id, latest_id)
                 )
             self._templates[key] = pinned
         found = self._templates[key]

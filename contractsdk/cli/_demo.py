@@ -12,19 +12,32 @@ import contextlib
 import os
 import time
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from contractsdk._client import ContractClient
-from contractsdk._exceptions import ConfigurationError, TermValidationError
+from contractsdk._exceptions import (
+    ConfigurationError,
+    ResponseValidationError,
+    TermValidationError,
+)
 from contractsdk.cli._output import print_table
 from contractsdk.cli._resources import make_client
-from contractsdk.models import ContractType, Term
+from contractsdk.models import ContractType, Term, TermOption
 from contractsdk.validation import TermSet
 
 __all__ = ["demo_values", "exclusive_mistake", "run_demo"]
 
 #: How many lines of the term tree the demo shows before pointing to `terms show`.
 TREE_LINES = 32
+
+T = TypeVar("T")
+
+
+def _known(value: T | None, what: str) -> T:
+    """Return what the service's answer held; it may leave any field out (the spec's rule)."""
+    if value is None:
+        raise ResponseValidationError(f"the service's answer has no {what}; the demo needs it")
+    return value
 
 
 def _step(number: int, title: str) -> None:
@@ -48,8 +61,12 @@ def _choose_down(term: Term, values: dict[str, Any]) -> None:
         return max((_choice_depth(t) for t in option_terms), default=0)
 
     option = max(term.options, key=lambda option: depth(option.nested_terms))
+    if term.name is None or option.value is None:  # nothing to address it by, or to choose
+        return
     values[term.name] = option.value
     for nested in option.nested_terms:
+        if nested.name is None:
+            continue
         if nested.is_choice:
             _choose_down(nested, values)
         else:
@@ -73,31 +90,38 @@ def exclusive_mistake(terms: TermSet) -> dict[str, Any] | None:
     Answers nested terms under two different options of one term, which the service
     refuses; or, with no such term, a nested term under an option that is not chosen.
     """
-    for term in terms:
-        branches = [option for option in term.options if option.nested_terms]
+    named = [term for term in terms if term.name is not None]
+    for term in named:
+        branches = [option for option in term.options if _named_branch(option)]
         if len(branches) >= 2:
             first, second = branches[:2]
             return {
-                term.name: first.value,
-                first.nested_terms[0].name: _some_value(first.nested_terms[0]),
-                second.nested_terms[0].name: _some_value(second.nested_terms[0]),
+                str(term.name): first.value,
+                str(first.nested_terms[0].name): _some_value(first.nested_terms[0]),
+                str(second.nested_terms[0].name): _some_value(second.nested_terms[0]),
             }
-    for term in terms:
-        branches = [option for option in term.options if option.nested_terms]
+    for term in named:
+        branches = [option for option in term.options if _named_branch(option)]
         others = [option for option in term.options if option not in branches]
         if branches and others:
             nested = branches[0].nested_terms[0]
-            return {term.name: others[0].value, nested.name: _some_value(nested)}
+            return {str(term.name): others[0].value, str(nested.name): _some_value(nested)}
     return None
 
 
+def _named_branch(option: TermOption) -> bool:
+    """An option whose first nested term can be given a value by name."""
+    return bool(option.nested_terms) and option.nested_terms[0].name is not None
+
+
 def _some_value(term: Term) -> str:
-    return term.options[0].value if term.options else "some text"
+    value = term.options[0].value if term.options else None
+    return "some text" if value is None else value
 
 
 def _pick_type(types: list[ContractType]) -> ContractType:
     """Prefer a tenancy (its terms nest three levels deep), else the first type."""
-    return next((t for t in types if "tenancy" in t.name.lower()), types[0])
+    return next((t for t in types if "tenancy" in (t.name or "").lower()), types[0])
 
 
 @contextlib.asynccontextmanager
@@ -147,36 +171,38 @@ async def run_demo(args: argparse.Namespace) -> int:
         _say(f"{user.first_name} {user.last_name} <{user.email}> (user {user.id})")
 
         _step(2, "Pick or create a team")
-        teams = await client.teams.list(user.id)
+        teams = await client.teams.list(user_id)
         print_table(
             ["id", "name", "created"], [(t.id, t.name, t.created) for t in teams], indent="   "
         )
         if teams:
-            team = await client.personal_team(user.id)
+            team = await client.personal_team(user_id)
         else:
-            team = await client.teams.create(user.id, name="contractsdk demo")
-        _say(f"→ using team {team.id} ({team.name})")
+            team = await client.teams.create(user_id, name="contractsdk demo")
+        team_id = _known(team.id, "team id")
+        _say(f"→ using team {team_id} ({team.name})")
 
         _step(3, "List the contract types the team can create")
-        types = await client.contract_types.list(team.id)
+        types = await client.contract_types.list(team_id)
         print_table(["id", "name"], [(t.id, t.name) for t in types], indent="   ")
         if not types:
-            raise ConfigurationError(f"team {team.id} can create no contract types")
+            raise ConfigurationError(f"team {team_id} can create no contract types")
         kind = _pick_type(types)
         _say(f"→ using {kind.name}")
 
         _step(4, "List its template versions (newest first)")
-        versions = await client.templates.list(team.id, kind.id)
+        versions = await client.templates.list(team_id, _known(kind.id, "contract type id"))
         rows = [(v.id, v.version, "latest" if i == 0 else "") for i, v in enumerate(versions)]
         print_table(["id", "version", ""], rows, indent="   ")
         template = versions[0]
+        template_id = _known(template.id, "template id")
 
         _step(5, f"The terms of version {template.version} (options nest, choices marked)")
-        terms = await client.terms.list(template.id)
+        terms = await client.terms.list(template_id)
         values = demo_values(terms)
         total = sum(1 for _ in terms.walk())
         _say(f"{len(terms)} top-level terms, {total} in all")
-        _print_tree(terms, values, template.id)
+        _print_tree(terms, values, template_id)
 
         _step(6, "The validator catches a mistake before anything is sent")
         mistake = exclusive_mistake(terms)
@@ -196,12 +222,12 @@ async def run_demo(args: argparse.Namespace) -> int:
         for name, value in values.items():
             _say(f"{name} = {value}")
         contract = await client.contracts.create(
-            team.id, template_id=template.id, created_by=user.id, values=values
+            team_id, template_id=template_id, created_by=user_id, values=values
         )
         _say(f"→ created contract {contract.id}")
 
         _step(8, "List the team's contracts")
-        contracts = await client.contracts.list(team.id)
+        contracts = await client.contracts.list(team_id)
         print_table(
             ["id", "name", "created", "fields"],
             [(c.id, c.name, c.created_date, len(c.fields)) for c in contracts],

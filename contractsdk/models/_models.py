@@ -2,7 +2,13 @@
 
 Python names are snake_case; the wire names are mapped in ``contractsdk._converter``, never
 by hand. Every model keeps the dict it was read from in ``raw`` (not compared, not shown in
-``repr``), so a key the service adds later is still reachable.
+``repr``), so a key the service adds later is still reachable (a :class:`ContractField`'s dict
+is in its contract's ``raw["fields"]``).
+
+The service's specification marks every response field optional
+(reference/endpoints.md §3 M6), so every field the service sends may be None (or, for a
+string with a default, that default): a missing ``id`` or ``name`` reads as None, a date in a
+format the SDK does not know as None with the original string left in ``raw``.
 """
 
 from __future__ import annotations
@@ -32,18 +38,19 @@ class User:
     """A user of the service (``GET /v1/users/{id}``).
 
     Attributes:
-        id: The user's id (int64).
+        id: The user's id (int64), or None if the service's answer has none.
         email: Email address.
         first_name: First name.
         last_name: Last name.
         full_name: Full name, when the service sends it.
         avatar: Profile picture URL, only set when the user has one.
-        created: When the user was created.
+        created: When the user was created; None if not sent or not a date the SDK reads
+            (the string is in ``raw``).
         links: Hypermedia links.
         raw: The wire dict this was read from.
     """
 
-    id: int
+    id: int | None = None
     email: str | None = None
     first_name: str | None = None
     last_name: str | None = None
@@ -59,15 +66,17 @@ class Team:
     """A team: where contracts are created and kept.
 
     Attributes:
-        id: The team's id (int64).
-        name: The team's name (at most 255 characters).
-        created: When the team was created (the service sends ``2022-06-16 15:16:27.980+0000``).
+        id: The team's id (int64), or None if the service's answer has none.
+        name: The team's name (at most 255 characters), or None if not sent.
+        created: When the team was created (the service sends ``2022-06-16 15:16:27.980+0000``);
+            None if not sent, or in a format the SDK does not read: the specification types
+            it as a bare string (reference/endpoints.md §3 M5), and ``raw`` keeps it.
         links: Hypermedia links (HAL ``_links`` on the wire).
         raw: The wire dict this was read from.
     """
 
-    id: int
-    name: str
+    id: int | None = None
+    name: str | None = None
     created: datetime | None = None
     links: tuple[Link, ...] = ()
     raw: Mapping[str, Any] = raw_field()
@@ -78,16 +87,16 @@ class ContractType:
     """A kind of contract a team can create (e.g. an NDA).
 
     Attributes:
-        id: The contract type's id (int64; real ids have 16 digits).
-        name: Display name.
+        id: The contract type's id (int64; real ids have 16 digits), or None if not sent.
+        name: Display name, or None if not sent.
         about_html: Description as HTML, if any.
         about_url: Link to a description, if any.
         links: Hypermedia links.
         raw: The wire dict this was read from.
     """
 
-    id: int
-    name: str
+    id: int | None = None
+    name: str | None = None
     about_html: str | None = None
     about_url: str | None = None
     links: tuple[Link, ...] = ()
@@ -99,13 +108,14 @@ class Template:
     """One version of a contract type's template.
 
     Attributes:
-        id: The template version's id (int64): what contracts and terms refer to.
-        version: The version label as the service gives it.
+        id: The template version's id (int64): what contracts and terms refer to; None if
+            the service's answer has none.
+        version: The version label as the service gives it (``""`` if not sent).
         links: Hypermedia links.
         raw: The wire dict this was read from.
     """
 
-    id: int
+    id: int | None = None
     version: str = ""
     links: tuple[Link, ...] = ()
     raw: Mapping[str, Any] = raw_field()
@@ -119,13 +129,14 @@ class TermOption:
     (reference/service-api.md §8).
 
     Attributes:
-        value: The option's value, sent as the term's value when chosen.
+        value: The option's value, sent as the term's value when chosen; None if the
+            service's answer has none (such an option cannot be chosen).
         nested_terms: Terms that apply only when this option is chosen
             (``nested_fields`` on the wire).
         raw: The wire dict this was read from.
     """
 
-    value: str
+    value: str | None = None
     nested_terms: tuple[Term, ...] = ()
     raw: Mapping[str, Any] = raw_field()
 
@@ -138,16 +149,17 @@ class Term:
     free text (dates and amounts included, all sent as strings).
 
     Attributes:
-        id: The term's id (int64), unique across templates.
-        name: The machine name, e.g. ``"contract_rentFrequency"``.
+        id: The term's id (int64), unique across templates; None if not sent.
+        name: The machine name, e.g. ``"contract_rentFrequency"``; None if not sent (a
+            :class:`~contractsdk.TermSet` cannot be given a value for such a term).
         label: The question to show a person.
         options: The choices, if the term is a single choice.
         links: Hypermedia links.
         raw: The wire dict this was read from.
     """
 
-    id: int
-    name: str
+    id: int | None = None
+    name: str | None = None
     label: str = ""
     options: tuple[TermOption, ...] = ()
     links: tuple[Link, ...] = ()
@@ -159,7 +171,7 @@ class Term:
         return bool(self.options)
 
     def option(self, value: str) -> TermOption | None:
-        """Return the option with this value, or None."""
+        """Return the option with this value, or None (an option without a value never)."""
         return next((option for option in self.options if option.value == value), None)
 
 
@@ -170,7 +182,8 @@ class ContractField:
     Attributes:
         id: The term's id.
         name: The term's name.
-        value: The value, always a string on the wire.
+        value: The value, always a string on the wire; ``""`` when the service sends none
+            or ``null`` (its contract's ``raw["fields"]`` tells the two apart).
     """
 
     id: int | None = None

@@ -222,7 +222,7 @@ class Party:
         inviter_id: Who invites them; the contract's creator when None.
     """
 
-    user_id: int
+    user_id: int | None  # None is refused before sending, as by every method
     roles: tuple[Role | str, ...] = attrs.field(converter=_roles)
     side: Side | str
     values: Mapping[Any, Any] = attrs.field(factory=dict)

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from contractsdk._exceptions import ConfigurationError
 
 if TYPE_CHECKING:
     from contractsdk._client import ContractClient
 
-__all__ = ["Resource", "path_id"]
+__all__ = ["Id", "Resource", "path_id"]
+
+#: An id as the methods take it: an ``int``, or a model's id as it is. The service may leave
+#: any field out of an answer, so a model's id is ``int | None``; passing one on needs no
+#: check, and ``None`` is refused with :class:`~contractsdk.ConfigurationError` before
+#: anything is sent.
+Id: TypeAlias = "int | None"
 
 _INT64_MAX = 2**63 - 1
 
@@ -25,6 +31,10 @@ def path_id(value: object, name: str) -> str:
     """
     if type(value) is int:  # the usual case first (a bool's type is bool, not int)
         number = value
+    elif value is None:
+        raise ConfigurationError(
+            f"{name} is None: no id to send (a model the service sent without its id?)"
+        )
     elif isinstance(value, bool):
         raise ConfigurationError(f"{name} must be an integer id, got {value!r}")
     elif isinstance(value, int):

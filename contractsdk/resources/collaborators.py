@@ -36,7 +36,7 @@ from contractsdk.identity import (
 )
 from contractsdk.models import Collaborator, Contract, ContractField, Link, Party, Role, Side
 from contractsdk.models._base import id_from_href
-from contractsdk.resources._base import Resource, path_id
+from contractsdk.resources._base import Id, Resource, path_id
 from contractsdk.resources.users import created_href
 
 if TYPE_CHECKING:
@@ -179,11 +179,11 @@ class Collaborators(Resource):
 
     async def create(
         self,
-        contract_id: int,
+        contract_id: Id,
         /,
         *,
-        user_id: int,
-        inviter_id: int,
+        user_id: Id,
+        inviter_id: Id,
         roles: Role | str | Iterable[Role | str],
         side: Side | str,
         values: IdentityValues | None = None,
@@ -240,7 +240,7 @@ class Collaborators(Resource):
         *,
         template_id: int | None,
         require_all: bool,
-        inviter_id: int,
+        inviter_id: Id,
         index: int | None = None,
     ) -> _Prepared:
         """Check a party and build its create body, sending nothing but an identity-field GET.
@@ -283,7 +283,7 @@ class Collaborators(Resource):
         return _Prepared(party, body)
 
     async def _prepare_all(
-        self, parties: Sequence[Party], *, template_id: int, require_all: bool, inviter_id: int
+        self, parties: Sequence[Party], *, template_id: Id, require_all: bool, inviter_id: Id
     ) -> builtins.list[_Prepared]:
         """Check every party, reporting every party's problems in one error.
 
@@ -371,7 +371,7 @@ class Collaborators(Resource):
             raw={"href": href, "rel": "self"},
         )
 
-    async def list(self, contract_id: int, /) -> builtins.list[Collaborator]:
+    async def list(self, contract_id: Id, /) -> builtins.list[Collaborator]:
         """Return a contract's collaborators (an empty answer is [])."""
         path = f"/contracts/{path_id(contract_id, 'contract_id')}/collaborators"
         response = await self._client._send_json("GET", path)
@@ -380,7 +380,7 @@ class Collaborators(Resource):
         data = self._client._decode(response)
         return structure_list(data, Collaborator, method="GET", url=self._client._prefix + path)
 
-    async def get(self, collaborator_id: int, /) -> Collaborator:
+    async def get(self, collaborator_id: Id, /) -> Collaborator:
         """Return one collaborator.
 
         Raises:
@@ -389,13 +389,13 @@ class Collaborators(Resource):
         path = f"/collaborators/{path_id(collaborator_id, 'collaborator_id')}"
         return self._read(await self._client._send_json("GET", path), path)
 
-    async def delete(self, collaborator_id: int, /) -> None:
+    async def delete(self, collaborator_id: Id, /) -> None:
         """Remove a collaborator from its contract (the answer has no body)."""
         path = f"/collaborators/{path_id(collaborator_id, 'collaborator_id')}"
         await self._client._send_json("DELETE", path)
 
     async def update_roles(
-        self, collaborator_id: int, /, *, roles: Role | str | Iterable[Role | str]
+        self, collaborator_id: Id, /, *, roles: Role | str | Iterable[Role | str]
     ) -> Collaborator:
         """Change a collaborator's roles and return the collaborator.
 
@@ -416,7 +416,7 @@ class Collaborators(Resource):
         return self._read(await self._client._send_json("PATCH", path, body), path)
 
     async def update_fields(
-        self, collaborator_id: int, /, *, values: Mapping[Any, Any]
+        self, collaborator_id: Id, /, *, values: Mapping[Any, Any]
     ) -> Collaborator:
         """Change a collaborator's identity values and return the collaborator.
 
@@ -442,7 +442,7 @@ class Collaborators(Resource):
 
     async def sign(
         self,
-        collaborator_id: int,
+        collaborator_id: Id,
         /,
         *,
         signature: bytes | bytearray | memoryview | str | os.PathLike[str],
@@ -476,7 +476,7 @@ class Collaborators(Resource):
         response = await self._client._send_content("PATCH", path, body, content_type)
         return self._read(response, path)
 
-    async def sign_with_saved_signature(self, collaborator_id: int, /) -> Collaborator:
+    async def sign_with_saved_signature(self, collaborator_id: Id, /) -> Collaborator:
         """Sign the contract as this collaborator with the user's saved signature."""
         path = f"/collaborators/{path_id(collaborator_id, 'collaborator_id')}/user-signature"
         return self._read(await self._client._send_json("PATCH", path), path)

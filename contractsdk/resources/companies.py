@@ -10,7 +10,7 @@ import attrs
 from contractsdk._exceptions import ConfigurationError
 from contractsdk.identity import check_roles, check_side
 from contractsdk.models import Address, CompanyCreated, Role, Side
-from contractsdk.resources._base import Resource, path_id
+from contractsdk.resources._base import Id, Resource, path_id
 
 __all__ = ["Companies"]
 
@@ -43,13 +43,13 @@ class Companies(Resource):
 
     async def create(
         self,
-        contract_id: int,
+        contract_id: Id,
         /,
         *,
         company_name: str,
         role: Role | str,
         side: Side | str,
-        created_by: int,
+        created_by: Id,
         company_number: str | None = None,
         registered_office_address: Address | Mapping[str, str] | None = None,
         address: Address | Mapping[str, str] | None = None,

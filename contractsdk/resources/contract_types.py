@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 
 from contractsdk.models import ContractType
-from contractsdk.resources._base import Resource, path_id
+from contractsdk.resources._base import Id, Resource, path_id
 
 __all__ = ["ContractTypes"]
 
@@ -24,7 +24,7 @@ class ContractTypes(Resource):
         path = f"/teams/{path_id(team_id, 'team_id')}/contract-types"
         return await self._client._get_list(path, ContractType)
 
-    async def get(self, contract_type_id: int, /, *, team_id: int | None = None) -> ContractType:
+    async def get(self, contract_type_id: Id, /, *, team_id: int | None = None) -> ContractType:
         """Return one contract type.
 
         Args:

@@ -13,7 +13,7 @@ from contractsdk._http import Response
 from contractsdk._values import iter_fields
 from contractsdk.models import Contract, ContractField, Link
 from contractsdk.models._base import id_from_href
-from contractsdk.resources._base import Resource, path_id
+from contractsdk.resources._base import Id, Resource, path_id
 from contractsdk.validation import TermValues, unchecked_fields
 
 __all__ = ["Contracts", "flatten_fields"]
@@ -67,11 +67,11 @@ class Contracts(Resource):
 
     async def create(
         self,
-        team_id: int,
+        team_id: Id,
         /,
         *,
-        template_id: int,
-        created_by: int,
+        template_id: Id,
+        created_by: Id,
         values: TermValues | None = None,
         require_all: bool = False,
         source_contract: int | None = None,
@@ -114,11 +114,11 @@ class Contracts(Resource):
 
     async def _create(
         self,
-        team_id: int,
+        team_id: Id,
         /,
         *,
-        template_id: int,
-        created_by: int,
+        template_id: Id,
+        created_by: Id,
         values: TermValues | None,
         require_all: bool,
         idempotency_key: str | None,
@@ -163,12 +163,12 @@ class Contracts(Resource):
             raw={"href": link.href, "rel": "self"},
         )
 
-    async def list(self, team_id: int, /) -> builtins.list[Contract]:
+    async def list(self, team_id: Id, /) -> builtins.list[Contract]:
         """Return the contracts held by a team."""
         path = f"/teams/{path_id(team_id, 'team_id')}/contracts"
         return await self._client._get_list(path, Contract)
 
-    async def get(self, contract_id: int, /) -> Contract:
+    async def get(self, contract_id: Id, /) -> Contract:
         """Return one contract."""
         contract_path = path_id(contract_id, "contract_id")
         contract = await self._client._get(f"/contracts/{contract_path}", Contract)
@@ -178,7 +178,7 @@ class Contracts(Resource):
 
     async def update(
         self,
-        contract_id: int,
+        contract_id: Id,
         /,
         *,
         values: TermValues,
@@ -215,17 +215,17 @@ class Contracts(Resource):
             contract if contract.id is not None else attrs.evolve(contract, id=int(contract_path))
         )
 
-    async def delete(self, contract_id: int, /) -> None:
+    async def delete(self, contract_id: Id, /) -> None:
         """Delete a contract."""
         await self._client._send_json("DELETE", f"/contracts/{path_id(contract_id, 'contract_id')}")
 
-    async def download_pdf(self, contract_id: int, /) -> bytes:
+    async def download_pdf(self, contract_id: Id, /) -> bytes:
         """Return the contract rendered as a PDF document."""
         path = f"/contracts/{path_id(contract_id, 'contract_id')}/pdf"
         response = await self._client._send_json("GET", path, accept="application/pdf")
         return response.content
 
-    async def download_html(self, contract_id: int, /) -> str:
+    async def download_html(self, contract_id: Id, /) -> str:
         """Return the contract rendered as HTML."""
         path = f"/contracts/{path_id(contract_id, 'contract_id')}/html"
         response = await self._client._send_json("GET", path, accept="text/html")

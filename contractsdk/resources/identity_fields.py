@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from contractsdk.identity import IdentityFieldSet, check_roles, check_side
 from contractsdk.models import IdentityField, Role, Side
-from contractsdk.resources._base import Resource, path_id
+from contractsdk.resources._base import Id, Resource, path_id
 
 if TYPE_CHECKING:
     from contractsdk._client import ContractClient
@@ -33,7 +33,7 @@ class IdentityFields(Resource):
 
     async def list(
         self,
-        template_id: int,
+        template_id: Id,
         /,
         *,
         roles: Role | str | Iterable[Role | str],
@@ -71,7 +71,7 @@ class IdentityFields(Resource):
             raise
 
     async def _fetch(
-        self, template_id: int, roles: tuple[Role, ...], side: Side
+        self, template_id: Id, roles: tuple[Role, ...], side: Side
     ) -> IdentityFieldSet:
         query = urllib.parse.urlencode(
             [("roles", role.value) for role in roles] + [("side", side.value)]

@@ -6,7 +6,7 @@ import builtins
 
 from contractsdk._exceptions import ConfigurationError
 from contractsdk.models import Team
-from contractsdk.resources._base import Resource, path_id
+from contractsdk.resources._base import Id, Resource, path_id
 
 __all__ = ["Teams", "check_team_name"]
 
@@ -32,7 +32,7 @@ def check_team_name(name: object) -> str:
 class Teams(Resource):
     """Create, read and rename teams (reference/service-api.md §7, Teams)."""
 
-    async def list(self, user_id: int, /) -> builtins.list[Team]:
+    async def list(self, user_id: Id, /) -> builtins.list[Team]:
         """Return the teams of a user.
 
         Args:
@@ -41,7 +41,7 @@ class Teams(Resource):
         return await self._client._get_list(f"/users/{path_id(user_id, 'user_id')}/teams", Team)
 
     async def create(
-        self, user_id: int, /, *, name: str, idempotency_key: str | None = None
+        self, user_id: Id, /, *, name: str, idempotency_key: str | None = None
     ) -> Team:
         """Create a team owned by the user.
 
@@ -57,7 +57,7 @@ class Teams(Resource):
         path = f"/users/{path_id(user_id, 'user_id')}/teams"
         return await self._client._post(path, Team, body, idempotency_key=idempotency_key)
 
-    async def get(self, team_id: int, /) -> Team:
+    async def get(self, team_id: Id, /) -> Team:
         """Return one team.
 
         Args:
@@ -65,7 +65,7 @@ class Teams(Resource):
         """
         return await self._client._get(f"/teams/{path_id(team_id, 'team_id')}", Team)
 
-    async def rename(self, team_id: int, /, *, name: str) -> Team:
+    async def rename(self, team_id: Id, /, *, name: str) -> Team:
         """Rename a team and return it.
 
         Args:

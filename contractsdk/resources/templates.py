@@ -7,7 +7,7 @@ import re
 
 from contractsdk._exceptions import NotFoundError
 from contractsdk.models import Template
-from contractsdk.resources._base import Resource, path_id
+from contractsdk.resources._base import Id, Resource, path_id
 
 __all__ = ["Templates", "newest_first"]
 
@@ -19,11 +19,13 @@ def newest_first(templates: builtins.list[Template]) -> builtins.list[Template]:
 
     The service documents neither the format of ``version`` nor the order of the list
     (reference/service-api.md §7, Templates), so versions are compared by their numbers
-    (``"2"`` > ``"1.10"`` > ``"1.9"``, ``"v7"`` as 7) and then by id.
+    (``"2"`` > ``"1.10"`` > ``"1.9"``, ``"v7"`` as 7) and then by id (one without an id,
+    which the spec allows, after those with one).
     """
 
-    def key(template: Template) -> tuple[tuple[int, ...], int]:
-        return tuple(int(n) for n in _NUMBER.findall(template.version)), template.id
+    def key(template: Template) -> tuple[tuple[int, ...], bool, int]:
+        numbers = tuple(int(n) for n in _NUMBER.findall(template.version))
+        return numbers, template.id is not None, template.id or 0
 
     return sorted(templates, key=key, reverse=True)
 
@@ -31,13 +33,13 @@ def newest_first(templates: builtins.list[Template]) -> builtins.list[Template]:
 class Templates(Resource):
     """Read template versions (reference/service-api.md §7, Templates)."""
 
-    def _path(self, team_id: int, contract_type_id: int) -> str:
+    def _path(self, team_id: Id, contract_type_id: Id) -> str:
         return (
             f"/teams/{path_id(team_id, 'team_id')}"
             f"/contract-types/{path_id(contract_type_id, 'contract_type_id')}/templates"
         )
 
-    async def list(self, team_id: int, contract_type_id: int, /) -> builtins.list[Template]:
+    async def list(self, team_id: Id, contract_type_id: Id, /) -> builtins.list[Template]:
         """Return the template versions of a contract type, newest first.
 
         Args:
@@ -47,7 +49,7 @@ class Templates(Resource):
         path = self._path(team_id, contract_type_id)
         return newest_first(await self._client._get_list(path, Template))
 
-    async def latest(self, team_id: int, contract_type_id: int, /) -> Template:
+    async def latest(self, team_id: Id, contract_type_id: Id, /) -> Template:
         """Return the newest template version of a contract type.
 
         Raises:
@@ -60,7 +62,7 @@ class Templates(Resource):
             )
         return versions[0]
 
-    async def get(self, team_id: int, contract_type_id: int, template_id: int, /) -> Template:
+    async def get(self, team_id: Id, contract_type_id: Id, template_id: Id, /) -> Template:
         """Return one template version."""
         path = f"{self._path(team_id, contract_type_id)}/{path_id(template_id, 'template_id')}"
         return await self._client._get(path, Template)

@@ -11,7 +11,7 @@ from contractsdk._exceptions import ConfigurationError, ResponseValidationError
 from contractsdk._http import Response
 from contractsdk.models import Link, User
 from contractsdk.models._base import id_from_href
-from contractsdk.resources._base import Resource, path_id
+from contractsdk.resources._base import Id, Resource, path_id
 
 __all__ = ["Users", "created_href"]
 
@@ -141,7 +141,7 @@ class Users(Resource):
             ]
         return structure_list(data, User, method="GET", url=self._client._prefix + "/users")
 
-    async def get(self, user_id: int, /) -> User:
+    async def get(self, user_id: Id, /) -> User:
         """Return one user.
 
         Args:

@@ -37,6 +37,7 @@ async def nda_target(client: ContractClient, server: SandboxServer) -> tuple[int
     kind = next(k for k in kinds if k.name == "Non-Disclosure Agreement")
     template = await client.templates.latest(user.personal_team_id, kind.id)
     await client.terms.list(template.id)  # cached before any fault is switched on
+    assert template.id is not None
     return user.personal_team_id, template.id, user.id
 
 
@@ -81,7 +82,7 @@ async def test_unknown_limit_is_learnt_without_failures(sandbox_server: SandboxS
         listed = await client.teams.list(user)
     assert len({team.id for team in teams}) == 30
     # Each create happened exactly once, whatever was retried.
-    names = sorted(team.name for team in listed if team.name.startswith("t"))
+    names = sorted(team.name or "" for team in listed if (team.name or "").startswith("t"))
     assert names == sorted(f"t{n}" for n in range(30))
 
 
