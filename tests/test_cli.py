@@ -271,10 +271,14 @@ def test_bad_id_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert "numeric id" in capsys.readouterr().err
 
 
-def test_demo_exits_zero() -> None:
-    """`python -m contractsdk demo` walks the flow against the embedded emulator and exits 0."""
+def test_demo_exits_zero(tmp_path: Path) -> None:
+    """`python -m contractsdk demo` walks the flow against the embedded emulator and exits 0.
+
+    Past creation: both parties added, both signed, the contract completed, its PDF written.
+    """
+    pdf = tmp_path / "signed.pdf"
     result = subprocess.run(
-        [sys.executable, "-m", "contractsdk", "demo"],
+        [sys.executable, "-m", "contractsdk", "demo", "--pdf", str(pdf)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -288,9 +292,15 @@ def test_demo_exits_zero() -> None:
         "6. The validator",
         "→ created contract",
         "8. List the team's contracts",
+        "10. Add the parties",
+        "landlord signed",
+        "tenant signed",
+        f"wrote {pdf}",
     ):
         assert step in result.stdout
     assert "exclusive" in result.stdout
+    assert "completed: not yet" not in result.stdout
+    assert pdf.read_bytes().startswith(b"%PDF")
 
 
 def test_closed_pipe_is_not_a_traceback(emulator: dict[str, str]) -> None:

@@ -69,6 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--seed", type=int, default=0, help="the emulator's seed")
     demo.add_argument(
+        "--pdf",
+        metavar="PATH",
+        help="where to write the signed contract's PDF (contract-<id>.pdf)",
+    )
+    demo.add_argument(
         "--user-id",
         type=int,
         help="the user to act as against a real environment (or CONTRACTSDK_USER_ID)",

@@ -8,21 +8,28 @@ against that service instead, as the user given by ``--user-id``.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
+import math
 import os
+import struct
 import time
+import zlib
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 from contractsdk._client import ContractClient
 from contractsdk._exceptions import (
     ConfigurationError,
+    IdentityValidationError,
     ResponseValidationError,
     TermValidationError,
 )
 from contractsdk.cli._output import print_table
 from contractsdk.cli._resources import make_client
-from contractsdk.models import ContractType, Term, TermOption
+from contractsdk.identity import IdentityFieldSet
+from contractsdk.models import ContractType, IdentityField, Role, Side, Term, TermOption, User
 from contractsdk.validation import TermSet
 
 __all__ = ["demo_values", "exclusive_mistake", "run_demo"]
@@ -164,7 +171,7 @@ def _problems(error: TermValidationError) -> Iterator[str]:
 
 
 async def run_demo(args: argparse.Namespace) -> int:
-    """Walk the flow: user, team, types, versions, terms, validation, create, list."""
+    """Walk the flow: from the user to a contract, its parties, signatures and signed PDF."""
     async with _service(args) as (client, user_id):
         _step(1, "Identify the user")
         user = await client.users.get(user_id)
@@ -233,9 +240,141 @@ async def run_demo(args: argparse.Namespace) -> int:
             [(c.id, c.name, c.created_date, len(c.fields)) for c in contracts],
             indent="   ",
         )
+        contract_id = _known(contract.id, "contract id")
+        await _parties_and_signing(client, args, contract_id, template_id, user)
+
         stats = client.stats
         print(
             f"\nDone: {stats.requests} requests, {stats.throttled} throttled, "
             f"{stats.retries} retries."
         )
     return 0
+
+
+# -- parties and signing ----------------------------------------------------------------
+
+
+def _person_values(fields: IdentityFieldSet, person: User) -> dict[int, str]:
+    """Answers for a party's identity fields, by field id.
+
+    The person's name and email where asked, the first option of a choice that asks
+    nothing more, made-up text elsewhere.
+    """
+    values: dict[int, str] = {}
+    for field in fields:
+        if field.id is None:
+            continue
+        label = (field.label or field.name or "").lower()
+        if field.options:
+            plain = [o for o in field.options if o.name and not o.nested_fields]
+            chosen = plain[0] if plain else field.options[0]
+            if chosen.name:
+                values[field.id] = chosen.name
+        elif "first name" in label:
+            values[field.id] = person.first_name or "Demo"
+        elif "last name" in label:
+            values[field.id] = person.last_name or "Party"
+        elif "email" in label or field.validation_type == "EMAIL":
+            values[field.id] = person.email or "demo.party@example.com"
+        else:
+            values[field.id] = f"Demo {field.label or 'answer'}"[:80]
+    return values
+
+
+def _email_field(fields: IdentityFieldSet) -> IdentityField | None:
+    return next((f for f in fields if f.validation_type == "EMAIL"), None)
+
+
+def signature_png(width: int = 180, height: int = 48) -> bytes:
+    """A small grey-scale PNG of a scribble: a signature image for the demo's parties."""
+    rows = []
+    for y in range(height):
+        row = bytearray(b"\xff" * width)
+        for x in range(8, width - 8):
+            wave = height / 2 + math.sin(x / 7) * height / 4 + math.sin(x / 23) * height / 8
+            if abs(y - wave) < 1.5:
+                row[x] = 0
+        rows.append(b"\x00" + bytes(row))  # filter type 0 per row
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)  # 8-bit grey
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"".join(rows)))
+        + chunk(b"IEND", b"")
+    )
+
+
+async def _parties_and_signing(
+    client: ContractClient,
+    args: argparse.Namespace,
+    contract_id: int,
+    template_id: int,
+    landlord: User,
+) -> None:
+    """Steps 9 to 12: add a landlord and a tenant, fill in, sign, download the signed PDF."""
+    _step(9, "The identity fields each party fills in (landlord: side first)")
+    sides = {"landlord": Side.FIRST, "tenant": Side.SECOND}
+    fields = {
+        who: await client.identity_fields.list(template_id, roles=[Role.PARTY], side=side)
+        for who, side in sides.items()
+    }
+    for line in fields["landlord"].tree().splitlines()[:TREE_LINES]:
+        _say(line)
+    email = _email_field(fields["tenant"])
+    if email is not None and email.id is not None:
+        _say("a mistake, caught before anything is sent:")
+        try:
+            fields["tenant"].validate({email.id: "not an email address"})
+        except IdentityValidationError as exc:
+            for problem in exc.problems:
+                _say(f"  [{problem.kind}] {problem}")
+
+    _step(10, "Add the parties: you as the landlord, a new user as the tenant")
+    stamp = time.strftime("%Y%m%d%H%M%S")
+    tenant = await client.users.create(
+        email=f"demo.tenant.{stamp}.{os.getpid()}@example.com",
+        first_name="Tess",
+        last_name="Tenant",
+    )
+    _say(f"created user {tenant.id} <{tenant.email}>")
+    people = {"landlord": landlord, "tenant": tenant}
+    added = {}
+    for who, person in people.items():
+        added[who] = await client.collaborators.create(
+            contract_id,
+            user_id=person.id,
+            inviter_id=landlord.id,
+            roles=[Role.PARTY],
+            side=sides[who],
+            values=_person_values(fields[who], person),
+            template_id=template_id,
+        )
+    parties = await client.collaborators.list(contract_id)
+    print_table(
+        ["id", "name", "roles", "side", "fields filled"],
+        [
+            (c.id, c.name, ", ".join(c.roles), c.side, sum(1 for f in c.fields if f.value))
+            for c in parties
+        ],
+        indent="   ",
+    )
+
+    _step(11, "Both parties sign (a PNG signature, sent as multipart/form-data)")
+    image = signature_png()
+    for who, collaborator in added.items():
+        signed = await client.collaborators.sign(collaborator.id, signature=image)
+        _say(f"{who} signed (collaborator {signed.id})")
+    contract = await client.contracts.get(contract_id)
+    completed = contract.completed_date or "not yet (the service has more to do)"
+    _say(f"contract {contract_id} completed: {completed}")
+
+    _step(12, "Download the signed PDF")
+    pdf = await client.contracts.download_pdf(contract_id)
+    path = Path(args.pdf or f"contract-{contract_id}.pdf")
+    await asyncio.to_thread(path.write_bytes, pdf)
+    _say(f"wrote {path} ({len(pdf):,} bytes)")

@@ -118,6 +118,11 @@ def _describe(server: SandboxServer) -> str:
     first = server.users[0]
     lines += [
         "",
+        "To use it from contractsdk (the CLI, ContractClient(), the docs' examples), paste:",
+        f"  export CONTRACTSDK_BASE_URL={server.url}",
+        f"  export CONTRACTSDK_API_KEY={server.api_key}",
+        f"  export CONTRACTSDK_USER_ID={first.id}",
+        "",
         "Try:",
         f'  curl -H "Authorization: Bearer {server.api_key}" {server.url}/v1/users/{first.id}',
         "",

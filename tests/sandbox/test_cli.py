@@ -60,6 +60,12 @@ async def test_banner_lists_credentials_users_and_types() -> None:
     assert f"{server.users[0].personal_team_id} Personal Team (owner)" in text
     assert str(server.seed.catalog.types[0].id) in text
     assert f'curl -H "Authorization: Bearer {server.api_key}" {url}/v1/users/' in text
+    exports = dict(re.findall(r"export (CONTRACTSDK_\w+)=(\S+)", text))
+    assert exports == {
+        "CONTRACTSDK_BASE_URL": url,
+        "CONTRACTSDK_API_KEY": server.api_key,
+        "CONTRACTSDK_USER_ID": str(server.users[0].id),
+    }
 
 
 async def _read_until(stream: asyncio.StreamReader, pattern: re.Pattern[str]) -> tuple[str, str]:
