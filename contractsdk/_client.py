@@ -13,6 +13,7 @@ Every request goes through one fixed sequence (DESIGN.md, Architecture)::
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import logging
 import os
@@ -86,6 +87,24 @@ def _encode_body(body: object) -> bytes:
         raise ConfigurationError(f"the request cannot be sent as JSON: {exc}") from None
 
 
+#: Headers with_options() refuses: the client owns them.
+_OWN_HEADERS = frozenset({"authorization", "idempotency-key", "content-type", "content-length"})
+
+
+def _checked_headers(headers: Mapping[Any, Any]) -> dict[str, str]:
+    """Extra headers as given, or a ConfigurationError for one that cannot be sent."""
+    checked = {}
+    for name, value in headers.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise ConfigurationError("headers must be strings")
+        if name.lower() in _OWN_HEADERS:
+            raise ConfigurationError(f"the client sets {name} itself; it cannot be overridden")
+        if not name or any(c in name for c in " \t\r\n:") or any(c in value for c in "\r\n"):
+            raise ConfigurationError(f"header {name!r} cannot be sent (a name or a line break)")
+        checked[name] = value
+    return checked
+
+
 def _unencodable(value: object, path: str) -> str | None:
     """The JSON path of the first text that UTF-8 cannot encode, if any."""
     if isinstance(value, str):
@@ -152,7 +171,7 @@ class ContractClient:
 
         async with ContractClient(api_key="…", environment="sandbox") as client:
             contract = await client.create_contract(
-                user_id=42, contract_type_id=6690589634461711, values={"contract_name": "…"}
+                user_id=user_id, contract_type_id=type_id, values={"contract_name": "…"}
             )
 
     With no arguments it reads ``CONTRACTSDK_ENVIRONMENT``, ``CONTRACTSDK_API_KEY`` (or
@@ -170,6 +189,9 @@ class ContractClient:
             byte of the answer (None: no limit).
         connect_timeout: Seconds to wait for a connection.
         max_connections: The connection pool's size.
+        trust_env: Take proxies from ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY`` (and
+            credentials for them from ``~/.netrc``), as aiohttp's ``trust_env`` does. Off
+            unless asked: a proxy sees every request.
         rate_limits: The read and write rates to pace requests at. By default the
             environment's documented limits (sandbox 25/s, production 100/s each), or, for a
             custom ``base_url``, unknown limits learnt from the server's 429s and headers.
@@ -207,6 +229,7 @@ class ContractClient:
         timeout: float | None = 60.0,
         connect_timeout: float | None = 10.0,
         max_connections: int = 100,
+        trust_env: bool = False,
         rate_limits: RateLimits | NotGiven | None = NOT_GIVEN,
         retries: Retries | NotGiven | None = NOT_GIVEN,
         limiter_timeout: float | None = None,
@@ -256,7 +279,7 @@ class ContractClient:
         self._wall_clock = wall_clock
         self._sleep = sleep
         self._transport: AsyncTransport = transport or AiohttpTransport(
-            connect_timeout=connect_timeout, max_connections=max_connections
+            connect_timeout=connect_timeout, max_connections=max_connections, trust_env=trust_env
         )
         self._instrumentation = Instrumentation(event_hooks)
         if isinstance(rate_limits, NotGiven):
@@ -292,16 +315,11 @@ class ContractClient:
             )
         )
         self._limiter_timeout = limiter_timeout
-        self._retrier = (
-            None
-            if retries is None or retries.attempts == 1
-            else Retrier(
-                retries,
-                budget=None if retries.budget is None else RetryBudget(retries.budget),
-                clock=clock,
-                sleep=sleep,
-            )
+        # One budget per client, shared by the clients with_options() derives from it.
+        self._budget = (
+            None if retries is None or retries.budget is None else RetryBudget(retries.budget)
         )
+        self._retrier = self._make_retrier(retries)
         self._auth: Auth
         if isinstance(credential, ApiKey):
             self._auth = StaticAuth(credential)
@@ -319,7 +337,13 @@ class ContractClient:
             )
         self._term_sets: dict[int, asyncio.Future[TermSet]] = {}
         self._closed = False
+        self._root = self  # the client that owns the connections (see with_options)
+        self._extra_headers: dict[str, str] = {}
 
+        self._attach_resources()
+
+    def _attach_resources(self) -> None:
+        """Make the ``client.<area>`` objects, bound to this client."""
         self.users = Users(self)
         """Users: create, list, get."""
         self.teams = Teams(self)
@@ -343,6 +367,64 @@ class ContractClient:
     def __repr__(self) -> str:
         return f"<ContractClient environment={self.environment.name!r} base_url={self._base!r}>"
 
+    def _make_retrier(self, retries: Retries | None) -> Retrier | None:
+        if retries is None or retries.attempts == 1:
+            return None
+        budget = self._budget
+        if budget is None and retries.budget is not None:
+            budget = RetryBudget(retries.budget)
+        return Retrier(retries, budget=budget, clock=self._clock, sleep=self._sleep)
+
+    def with_options(
+        self,
+        *,
+        timeout: float | NotGiven | None = NOT_GIVEN,
+        retries: Retries | NotGiven | None = NOT_GIVEN,
+        limiter_timeout: float | NotGiven | None = NOT_GIVEN,
+        headers: Mapping[str, str] | None = None,
+    ) -> ContractClient:
+        """Return a client for some calls with other options, sharing everything else.
+
+        The new client shares this one's connections, rate limiter, token, caches, hooks
+        and statistics, so it costs nothing to make per call, as with openai's and
+        stripe's clients::
+
+            slow = client.with_options(timeout=300, retries=Retries(attempts=5))
+            pdf = await slow.contracts.download_pdf(contract_id)
+
+        Closing it does nothing; closing this client closes both.
+
+        Args:
+            timeout: Seconds each attempt may take (None: no limit).
+            retries: The retry policy (None: no retries). The retry budget stays shared.
+            limiter_timeout: The longest wait in the rate limiter (None: as needed).
+            headers: Headers to add to every request (not ``Authorization``, which the
+                client owns; not ``Idempotency-Key``, which each create makes).
+
+        Raises:
+            ConfigurationError: A bad option, or this client is closed.
+        """
+        root = self._root
+        if root._closed:
+            raise ConfigurationError("this client is closed; make a new one")
+        derived = copy.copy(self)
+        if not isinstance(timeout, NotGiven):
+            if timeout is not None and not timeout > 0:
+                raise ConfigurationError("timeout must be positive (or None for no limit)")
+            derived._timeout = timeout
+        if not isinstance(retries, NotGiven):
+            derived._retrier = self._make_retrier(retries)
+        if not isinstance(limiter_timeout, NotGiven):
+            derived._limiter_timeout = limiter_timeout
+        if headers:
+            derived._extra_headers = {**self._extra_headers, **_checked_headers(headers)}
+            derived._common_headers = {}
+        derived._closed = False  # its own flag; the root's closes both (see _send_json)
+        identity_sets = self.identity_fields._sets
+        derived._attach_resources()
+        derived.identity_fields._sets = identity_sets  # one cache for the family
+        return derived
+
     # -- lifecycle ---------------------------------------------------------------------
 
     async def __aenter__(self) -> ContractClient:
@@ -359,10 +441,16 @@ class ContractClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close connections and stop token refreshes. The client cannot be used again."""
+        """Close connections and stop token refreshes. The client cannot be used again.
+
+        For a client made by :meth:`with_options`, nothing is closed: the connections
+        belong to the client it was made from.
+        """
         if self._closed:
             return
         self._closed = True
+        if self._root is not self:
+            return
         for future in self._term_sets.values():
             future.cancel()
         self.identity_fields._cancel()
@@ -408,7 +496,7 @@ class ContractClient:
         has_body = body is not None
         headers = self._common_headers.get((accept, has_body))
         if headers is None:  # one per Accept value the resources use, with a body or not
-            common = {"Accept": accept, "User-Agent": self._user_agent}
+            common = {"Accept": accept, "User-Agent": self._user_agent, **self._extra_headers}
             if has_body:
                 common["Content-Type"] = "application/json"
             headers = self._common_headers[accept, has_body] = Headers(common)
@@ -429,7 +517,7 @@ class ContractClient:
         idempotency_key: str | None = None,
         trust_key: bool = True,
     ) -> Response:
-        if self._closed:
+        if self._closed or self._root._closed:
             raise ConfigurationError("this client is closed; make a new one")
         request = self._build(method, path, body, accept=accept, idempotency_key=idempotency_key)
         call = Call(request, trust_key=trust_key)
@@ -464,10 +552,15 @@ class ContractClient:
         Retries, the limiter, auth, hooks and redaction apply as to JSON calls; it is apart
         from :meth:`_send_json` so that the JSON path does no extra work per call.
         """
-        if self._closed:
+        if self._closed or self._root._closed:
             raise ConfigurationError("this client is closed; make a new one")
         headers = Headers(
-            {"Accept": accept, "User-Agent": self._user_agent, "Content-Type": content_type}
+            {
+                "Accept": accept,
+                "User-Agent": self._user_agent,
+                "Content-Type": content_type,
+                **self._extra_headers,
+            }
         )
         if method == "POST":
             headers = headers.with_header("Idempotency-Key", os.urandom(16).hex(), keep=False)

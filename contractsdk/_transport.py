@@ -15,6 +15,7 @@ from typing import Protocol, runtime_checkable
 import aiohttp
 
 from ._exceptions import (
+    ConfigurationError,
     ConnectError,
     ConnectTimeoutError,
     ReadError,
@@ -50,6 +51,7 @@ class AiohttpTransport:
         connect_timeout: Seconds to wait for a connection.
         max_connections: The pool's connection limit.
         session: A session to use instead of making one; the caller then owns (and closes) it.
+        trust_env: Take proxies (and their ``~/.netrc`` credentials) from the environment.
     """
 
     def __init__(
@@ -58,8 +60,11 @@ class AiohttpTransport:
         connect_timeout: float | None = 10.0,
         max_connections: int = 100,
         session: aiohttp.ClientSession | None = None,
+        trust_env: bool = False,
     ) -> None:
         self._connect_timeout = connect_timeout
+        self._trust_env = trust_env
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._max_connections = max_connections
         self._session = session
         self._owns_session = session is None
@@ -75,8 +80,10 @@ class AiohttpTransport:
                 cookie_jar=aiohttp.DummyCookieJar(),
                 auto_decompress=True,
                 raise_for_status=False,
+                trust_env=self._trust_env,
             )
             self._owns_session = True
+            self._loop = asyncio.get_running_loop()
         return self._session
 
     async def handle_async_request(self, request: Request) -> Response:
@@ -108,6 +115,13 @@ class AiohttpTransport:
                 return Response._make(raw.status, Headers.lazy(raw.headers), content, request)
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             raise _translate(exc, request) from exc
+        except RuntimeError as exc:
+            if self._loop is not None and self._loop is not asyncio.get_running_loop():
+                raise ConfigurationError(
+                    "this client was made on another event loop (each asyncio.run() makes "
+                    "a new one): make one client per event loop, inside it"
+                ) from exc
+            raise
 
     async def aclose(self) -> None:
         """Close the session if this transport made it."""
