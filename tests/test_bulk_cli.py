@@ -10,7 +10,7 @@ import pytest
 
 from contractsdk import ConfigurationError, ContractClient
 from contractsdk.bulk import JournalError
-from contractsdk.cli import build_parser
+from contractsdk.cli._app import Invocation, parse
 from contractsdk.sandbox import FaultRule, SandboxServer
 from tests._redisserver import RedisServer
 
@@ -35,8 +35,9 @@ def ada(server: SandboxServer) -> int:
 async def cli(server: SandboxServer, *argv: str) -> int:
     """Run one command in this event loop (the emulator keeps serving) and return its code."""
     connection = ["--base-url", server.url, "--api-key", server.api_key]
-    args = build_parser().parse_args([*argv, *connection])
-    return await args.handler(args) or 0
+    invocation = parse([*argv, *connection])
+    assert isinstance(invocation, Invocation), invocation
+    return await invocation.run()
 
 
 def create_args(server: SandboxServer, source: Path, journal: Path, *more: str) -> list[str]:
@@ -223,7 +224,9 @@ async def test_bulk_create_shares_its_limits_through_redis(
 
 def test_every_command_takes_redis() -> None:
     """--redis is a connection flag: accepted by every command that talks to the service."""
-    parser = build_parser()
+    url = "redis://127.0.0.1:6379/0"
     for argv in (["users", "get", "1"], ["bulk", "status", "j.db"], ["teams", "list", "1"]):
-        args = parser.parse_args([*argv, "--redis", "redis://127.0.0.1:6379/0"])
-        assert args.redis == "redis://127.0.0.1:6379/0"
+        for where in ([*argv, "--redis", url], ["--redis", url, *argv]):
+            invocation = parse(where)
+            assert isinstance(invocation, Invocation)
+            assert invocation.args.redis == url

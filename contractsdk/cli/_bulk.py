@@ -1,7 +1,8 @@
-r"""``contractsdk bulk create | status | retry``: bulk creation from the command line.
+"""``contractsdk bulk create | status | retry | example``: bulk creation from the command line.
 
-Progress goes to stderr: one line redrawn in place (``\r``) on a terminal, a plain line
-every few seconds otherwise (logs, CI). The summary goes to stdout (a table, or JSON with
+Progress goes to stderr: a rich progress bar on a terminal (bar, percent, rows, rows/s
+over the rows actually sent, ETA, 429s and retries), a plain line every few seconds
+otherwise (logs, CI). The summary goes to stdout (a table, or JSON with
 ``--json``); ``--report FILE`` writes one JSON line per row.
 
 Exit codes: 0 every row created (now or before); 1 some rows failed or are unknown;
@@ -14,47 +15,47 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.resources
 import json
 import signal
-import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
+
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+)
 
 from contractsdk._client import ContractClient
 from contractsdk._exceptions import ConfigurationError
 from contractsdk._ratelimit import RateLimits
 from contractsdk.bulk import (
     BulkJob,
+    BulkProgress,
     BulkSummary,
     RowOutcome,
-    format_progress,
     read_status,
     resolve_contract_type,
     resolve_team,
 )
-from contractsdk.cli._output import dump_json, print_table
+from contractsdk.cli._app import argument, cli, numeric_id, runs
+from contractsdk.cli._output import console, dump_json, print_pairs, print_table
 from contractsdk.cli._resources import make_client
 
-__all__ = ["add_commands"]
+__all__ = ["ProgressView", "example_csv", "parse_columns"]
 
 #: Seconds between progress redraws on a terminal, and between lines otherwise.
 TTY_INTERVAL = 0.25
 LOG_INTERVAL = 5.0
 #: How many failures and invalid rows ``status`` and the summary list.
 LISTED = 20
-
-
-def _id(text: str) -> int:
-    if not (text.isascii() and text.isdigit()):
-        raise argparse.ArgumentTypeError(f"expected a numeric id, got {text!r}")
-    return int(text)
-
-
-def _positive(text: str) -> int:
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return int(text)
 
 
 def parse_columns(items: list[str] | None) -> dict[str, str | None]:
@@ -74,57 +75,144 @@ def parse_columns(items: list[str] | None) -> dict[str, str | None]:
     return columns
 
 
-class Progress:
-    """Draws a job's progress on a stream: redrawn in place on a TTY, plain lines otherwise.
+class ProgressView:
+    """Shows a job's progress on stderr: a rich bar on a terminal, plain lines otherwise.
+
+    Fed by the outcomes the job yields (:meth:`seen`) and its :meth:`BulkJob.progress`
+    snapshots (total, 429s, retries). The rate counts only rows actually sent (created,
+    failed or unknown), never rows skipped as created before or refused as invalid, over
+    the time since the first of them was on its way; the ETA is the rows left at that rate.
+    Both freeze when the job is stopped.
 
     Args:
         job: The job to report on.
-        stream: Where to draw (stderr).
+        out: The console to draw on (stderr).
         enabled: False draws nothing.
     """
 
-    def __init__(self, job: BulkJob, stream: TextIO, *, enabled: bool = True) -> None:
+    def __init__(self, job: BulkJob, out: Console, *, enabled: bool = True) -> None:
         self.job = job
-        self.stream = stream
+        self.out = out
         self.enabled = enabled
-        self.tty = stream.isatty()
-        self._drawn = False
+        self.done = 0
+        self.sent = 0
+        self.stopped = False
+        self._start = time.monotonic()
+        self._stopped_at: float | None = None
+        self._bar: Progress | None = None
+        self._task: Any = None
 
-    def draw(self) -> None:
-        """Draw the current line."""
-        if not self.enabled:
+    # -- what is shown ---------------------------------------------------------------------
+
+    def seen(self, outcome: RowOutcome) -> None:
+        """Count one outcome the job yielded."""
+        self.done += 1
+        if outcome.skipped or outcome.state == "invalid":
+            if self.sent == 0:  # the clock of the send rate starts at the first row sent
+                self._start = time.monotonic()
             return
-        line = format_progress(self.job.progress())
-        if self.tty:
-            self.stream.write("\r" + line + "\x1b[K")
-            self._drawn = True
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
+        self.sent += 1
+
+    def stop(self) -> None:
+        """Freeze the rate and ETA: the job sends nothing more."""
+        self.stopped = True
+        self._stopped_at = time.monotonic()
+
+    def rate(self) -> float:
+        """Rows sent per second."""
+        end = self._stopped_at if self._stopped_at is not None else time.monotonic()
+        elapsed = end - self._start
+        return self.sent / elapsed if self.sent and elapsed > 0 else 0.0
+
+    def eta(self, snapshot: BulkProgress) -> str:
+        """The time left at the send rate, as ``m:ss``; ``-:--`` when it cannot be told."""
+        rate = self.rate()
+        if self.stopped:
+            return "stopped"
+        if snapshot.total is None or rate <= 0:
+            return "-:--"
+        seconds = round(max(0, snapshot.total - self.done) / rate)
+        return f"{seconds // 60}:{seconds % 60:02d}"
+
+    def fields(self) -> dict[str, Any]:
+        """The figures of the current snapshot, for the bar's columns and the plain line."""
+        snapshot = self.job.progress()
+        return {
+            "total": snapshot.total,
+            "rate": f"{self.rate():,.1f} rows/s",
+            "eta": self.eta(snapshot),
+            "created": snapshot.created,
+            "skipped": snapshot.skipped,
+            "invalid": snapshot.invalid,
+            "failed": snapshot.failed,
+            "throttled": snapshot.throttled,
+            "retries": snapshot.retries,
+        }
+
+    def line(self) -> str:
+        """One plain line: for logs and CI, where a bar cannot be redrawn."""
+        f = self.fields()
+        total = f"/{f['total']:,}" if f["total"] is not None else ""
+        return (
+            f"{self.done:,}{total} rows  {f['rate']}  ETA {f['eta']}  created {f['created']:,}"
+            f"  skipped {f['skipped']:,}  invalid {f['invalid']:,}  failed {f['failed']:,}"
+            f"  429s {f['throttled']:,}  retries {f['retries']:,}"
+        )
+
+    # -- drawing ---------------------------------------------------------------------------
+
+    def __enter__(self) -> ProgressView:
+        if self.enabled and self.out.is_terminal:
+            self._bar = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                TaskProgressColumn(),
+                MofNCompleteColumn(),
+                TextColumn("[cyan]{task.fields[rate]}"),
+                TextColumn("ETA {task.fields[eta]}"),
+                TextColumn(
+                    "[green]created {task.fields[created]}[/]  "
+                    "[dim]skipped {task.fields[skipped]}[/]  "
+                    "[yellow]invalid {task.fields[invalid]}[/]  "
+                    "[red]failed {task.fields[failed]}[/]  "
+                    "[magenta]429s {task.fields[throttled]}  retries {task.fields[retries]}"
+                ),
+                console=self.out,
+                refresh_per_second=4,
+            )
+            self._bar.start()
+            fields = self.fields()
+            self._task = self._bar.add_task("rows", total=fields.pop("total"), **fields)
+        return self
 
     def say(self, message: str) -> None:
-        """Write a message on its own line (ending a redrawn line first)."""
-        if self._drawn:
-            self.stream.write("\n")
-            self._drawn = False
-        self.stream.write(message + "\n")
-        self.stream.flush()
+        """Write a message on its own line, above the bar."""
+        self.out.print(message, markup=False)
+
+    def draw(self) -> None:
+        """Update the bar, or write a plain line."""
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            fields = self.fields()
+            total = fields.pop("total")
+            self._bar.update(self._task, completed=self.done, total=total, **fields)
+        else:
+            self.out.print(self.line(), markup=False)
 
     async def run(self) -> None:
         """Draw until cancelled."""
-        interval = TTY_INTERVAL if self.tty else LOG_INTERVAL
+        interval = TTY_INTERVAL if self._bar is not None else LOG_INTERVAL
         while True:
             await asyncio.sleep(interval)
             self.draw()
 
-    def finish(self) -> None:
-        """Draw the last line and end it."""
-        if self.enabled:
-            self.draw()
-            if self._drawn:
-                self.stream.write("\n")
-                self._drawn = False
-            self.stream.flush()
+    def __exit__(self, *exc: object) -> None:
+        if not self.enabled:
+            return
+        self.draw()
+        if self._bar is not None:
+            self._bar.stop()
 
 
 @contextlib.contextmanager
@@ -141,7 +229,7 @@ def _report_file(path: str | None) -> Iterator[TextIO | None]:
 
 
 @contextlib.contextmanager
-def _interrupts(job: BulkJob, progress: Progress) -> Iterator[dict[str, bool]]:
+def _interrupts(job: BulkJob, progress: ProgressView) -> Iterator[dict[str, bool]]:
     """First Ctrl-C: stop sending and drain; a second one: abort at once."""
     state = {"interrupted": False}
     loop = asyncio.get_running_loop()
@@ -156,6 +244,7 @@ def _interrupts(job: BulkJob, progress: Progress) -> Iterator[dict[str, bool]]:
             return
         state["interrupted"] = True
         job.stop()
+        progress.stop()
         progress.say(
             "stopping: no new requests; waiting for those in flight (Ctrl-C again to abort)"
         )
@@ -173,14 +262,19 @@ def _interrupts(job: BulkJob, progress: Progress) -> Iterator[dict[str, bool]]:
 
 async def _drive(job: BulkJob, args: argparse.Namespace, *, retry: bool) -> int:
     """Run a job (or its retry) with progress, report and Ctrl-C handling; return the exit code."""
-    progress = Progress(job, sys.stderr, enabled=not args.quiet)
+    progress = ProgressView(job, console(stderr=True), enabled=not args.quiet)
     listed: list[RowOutcome] = []
-    with _report_file(args.report) as report, _interrupts(job, progress) as interrupts:
+    with (
+        _report_file(args.report) as report,
+        progress,
+        _interrupts(job, progress) as interrupts,
+    ):
         drawer = asyncio.create_task(progress.run())
         try:
             outcomes = job.retry() if retry else job.run()
             async with contextlib.aclosing(outcomes):  # type: ignore[type-var]  # an async generator
                 async for outcome in outcomes:
+                    progress.seen(outcome)
                     if report is not None:
                         report.write(json.dumps(outcome.to_json(), ensure_ascii=False) + "\n")
                     if outcome.state in ("invalid", "failed", "sending") and len(listed) < LISTED:
@@ -192,21 +286,12 @@ async def _drive(job: BulkJob, args: argparse.Namespace, *, retry: bool) -> int:
             drawer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await drawer
-            if job.summary is not None and job.summary.rows:
-                progress.finish()
     summary = job.summary
     assert summary is not None
     _show_summary(args, summary, listed)
     if interrupts["interrupted"]:
         return 130
     return _exit_code(summary)
-
-
-def _print_pairs(rows: list[tuple[str, object]]) -> None:
-    """Print ``label  value`` lines, the values aligned (a table without a header)."""
-    width = max(len(label) for label, _value in rows)
-    for label, value in rows:
-        print(f"{label.ljust(width)}  {value}")
 
 
 def _exit_code(summary: BulkSummary) -> int:
@@ -236,7 +321,7 @@ def _show_summary(args: argparse.Namespace, summary: BulkSummary, listed: list[R
             ["where", "state", "name", "problem"],
             [(_where(o), o.state, o.name, _problem(o)) for o in listed],
         )
-        print()
+        console().print()
     rows: list[tuple[str, object]] = [
         ("job", summary.job_id),
         ("run", summary.run),
@@ -256,7 +341,7 @@ def _show_summary(args: argparse.Namespace, summary: BulkSummary, listed: list[R
         ("retries", summary.retries),
         ("seconds", f"{summary.elapsed:.1f}"),
     ]
-    _print_pairs(rows)
+    print_pairs(rows)
 
 
 async def _make_job(args: argparse.Namespace, client: Any) -> BulkJob:
@@ -313,7 +398,7 @@ async def bulk_create(args: argparse.Namespace) -> int:
         if args.dry_run:
             return await _dry_run(args, job)
         if job.journal is not None and not args.quiet:
-            print(f"journal: {job.journal} (job {job.job_id})", file=sys.stderr)
+            click.echo(f"journal: {job.journal} (job {job.job_id})", err=True)
         return await _drive(job, args, retry=False)
 
 
@@ -335,14 +420,14 @@ async def _dry_run(args: argparse.Namespace, job: BulkJob) -> int:
         print_table(
             ["where", "name", "problem"], [(_where(o), o.name, _problem(o)) for o in listed]
         )
-        print()
+        console().print()
     if plan.estimated_seconds is None:
         estimate = "unknown (no write rate known)"
     else:
         estimate = (
             f"{plan.estimated_seconds:,.1f} s at {plan.write_rate:g} writes/s ({plan.rate_source})"
         )
-    _print_pairs(
+    print_pairs(
         [
             ("job", plan.job_id),
             ("rows", plan.rows),
@@ -353,7 +438,7 @@ async def _dry_run(args: argparse.Namespace, job: BulkJob) -> int:
             ("estimated time", estimate),
         ],
     )
-    print("dry run: nothing was sent and the journal was not changed")
+    click.echo("dry run: nothing was sent and the journal was not changed")
     return 3 if plan.invalid else 0
 
 
@@ -392,37 +477,43 @@ async def bulk_status(args: argparse.Namespace) -> int:
     target += f", template {template}" if template != "latest" else ""
     if identity.get("contract_type_id"):
         target += f", contract type {identity['contract_type_id']}"
-    print(f"job {status.job_id}: {target}, created by user {identity.get('created_by')}")
-    print(f"against {identity.get('base_url')}", end="; ")
-    print(f"journal created {status.created} by contractsdk {status.sdk_version}")
+    out = console()
+    say = click.echo
+    say(f"job {status.job_id}: {target}, created by user {identity.get('created_by')}")
+    say(f"against {identity.get('base_url')}; ", nl=False)
+    say(f"journal created {status.created} by contractsdk {status.sdk_version}")
     if status.source:
-        print(f"input: {status.source}")
-    print()
+        say(f"input: {status.source}")
+    say()
     print_table(
         ["state", "rows", "in latest run"],
         [(state, status.counts[state], status.latest_counts[state]) for state in status.counts],
+        out=out,
     )
-    print()
+    say()
     print_table(
         ["run", "mode", "started", "finished", "outcome"],
         [(r["run"], r["mode"], r["started"], r["finished"], r["outcome"]) for r in status.runs],
+        out=out,
     )
     if status.unfinished:
-        print()
-        print(
+        say()
+        say(
             "not created yet (`bulk create` again with the same options continues the job; "
             "`bulk retry` sends just these):"
         )
         print_table(
             ["row", "state", "name", "attempts", "last error"],
             [(r.row, r.state, r.name, r.attempts, r.error) for r in status.unfinished],
+            out=out,
         )
     if status.invalid:
-        print()
-        print("invalid in the latest run (fix the input and run `bulk create` again):")
+        say()
+        say("invalid in the latest run (fix the input and run `bulk create` again):")
         print_table(
             ["row", "line", "name", "reasons"],
             [(r.row, r.line, r.name, (r.error or "").replace("\n", "; ")) for r in status.invalid],
+            out=out,
         )
     return 0
 
@@ -440,83 +531,158 @@ def _record_json(record: Any) -> dict[str, Any]:
     }
 
 
-def add_commands(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    common: argparse.ArgumentParser,
-) -> None:
-    """Add ``bulk create``, ``bulk status`` and ``bulk retry`` to the command list."""
-    bulk = commands.add_parser(
-        "bulk", help="create many contracts from a CSV or JSONL file, with a resumable journal"
-    )
-    actions = bulk.add_subparsers(dest="action", required=True, metavar="ACTION")
+def example_csv() -> str:
+    """Return the example CSV of tenancies (30 rows, three of them invalid on purpose).
 
-    def running(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument(
-            "--concurrency", type=_positive, default=16, help="requests in flight (default 16)"
-        )
-        parser.add_argument(
-            "--rounds", type=int, default=2, help="extra tries of retryable rows (default 2)"
-        )
-        parser.add_argument("--report", metavar="FILE", help="write one JSON line per row")
-        parser.add_argument("-q", "--quiet", action="store_true", help="no progress display")
-        parser.add_argument(
-            "--write-rate",
-            type=float,
+    Read from the package (``contractsdk/bulk/examples/tenancies.csv``); a source checkout
+    that does not ship it there yet falls back to the repository's ``examples/`` folder.
+
+    Raises:
+        ConfigurationError: Neither is there.
+    """
+    shipped = importlib.resources.files("contractsdk.bulk").joinpath("examples/tenancies.csv")
+    if shipped.is_file():
+        return shipped.read_text(encoding="utf-8")
+    checkout = Path(__file__).resolve().parents[2] / "examples" / "tenancies.csv"
+    if checkout.is_file():
+        return checkout.read_text(encoding="utf-8")
+    raise ConfigurationError("this installation has no example CSV")
+
+
+async def bulk_example(args: argparse.Namespace) -> int:
+    """Write the example CSV of tenancies, to try bulk create with.
+
+    Then, against `contractsdk sandbox` (its export lines pasted):
+    contractsdk bulk create tenancies.csv --team "Acme Legal"
+    --contract-type "Assured Shorthold Tenancy Agreement" --created-by 7917
+    --key-column reference
+    """
+    text = example_csv()
+    if args.path == "-":
+        click.echo(text, nl=False)
+        return 0
+    path = Path(args.path)
+    if await asyncio.to_thread(path.exists) and not args.force:
+        raise ConfigurationError(f"{path} exists; give --force to overwrite it")
+    try:
+        await asyncio.to_thread(path.write_text, text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigurationError(f"cannot write {path}: {exc.strerror}") from None
+    click.echo(f"wrote {path} ({text.count(chr(10)) - 1} rows)")
+    return 0
+
+
+# -- the command tree ------------------------------------------------------------------
+
+
+@cli.group()
+def bulk() -> None:
+    """Create many contracts from a CSV or JSONL file, with a resumable journal."""
+
+
+def _running(command: click.Command) -> None:
+    """Add the options of a run (create and retry) to a command."""
+    command.params[-8:-8] = [
+        click.Option(
+            ["--concurrency"],
+            type=click.IntRange(min=1),
+            default=16,
+            show_default=True,
+            help="Requests in flight.",
+        ),
+        click.Option(
+            ["--rounds"],
+            type=click.IntRange(min=0),
+            default=2,
+            show_default=True,
+            help="Extra tries of retryable rows.",
+        ),
+        click.Option(["--report"], metavar="FILE", help="Write one JSON line per row."),
+        click.Option(["-q", "--quiet"], is_flag=True, help="No progress display."),
+        click.Option(
+            ["--write-rate"],
+            type=click.FloatRange(min=0, min_open=True),
             metavar="PER_SECOND",
-            help="the service's write limit, if not the environment's documented one",
-        )
+            help="The service's write limit, if not the environment's documented one.",
+        ),
+    ]
 
-    create = actions.add_parser(
-        "create",
-        parents=[common],
-        help="create a contract per row of FILE",
-        description="Validate every row, then create a contract per valid row at the rate "
-        "limit. The journal makes the command resumable: run it again to continue.",
-    )
-    create.add_argument("file", help="a .csv (with a header line) or .jsonl file")
-    target = create.add_argument_group("target")
-    target.add_argument("--team", help="the team: an id, or a name among --created-by's teams")
-    target.add_argument("--contract-type", help="the contract type: an id or a name")
-    target.add_argument("--template", type=_id, help="a template version id (default: newest)")
-    target.add_argument("--created-by", type=_id, required=True, metavar="USER_ID")
-    columns = create.add_argument_group("columns")
-    columns.add_argument(
+
+def _option(*decls: str, **kwargs: Any) -> click.Option:
+    return click.Option(list(decls), **kwargs)
+
+
+_create = runs(bulk, "create")(
+    argument("file", help="A .csv (with a header line) or .jsonl file.")(bulk_create)
+)
+_create.help = (
+    "Create a contract for each valid row of FILE, journaled and resumable.\n\n"
+    "Every row is validated first; valid rows are created at the rate limit. The journal "
+    "makes the command resumable: run it again to continue."
+)
+_create.params[1:1] = [
+    _option("--team", help="The team: an id, or a name among --created-by's teams."),
+    _option("--contract-type", help="The contract type: an id or a name."),
+    _option("--template", type=numeric_id, help="A template version id (default: newest)."),
+    _option(
+        "--created-by",
+        type=numeric_id,
+        required=True,
+        metavar="USER_ID",
+        help="The user who creates the contracts.",
+    ),
+    _option(
         "--column",
-        action="append",
+        multiple=True,
         metavar="COL=TERM",
-        help="map a column to a term (COL= ignores it); repeatable",
-    )
-    columns.add_argument("--key-column", metavar="COL", help="your own reference for each row")
-    columns.add_argument(
-        "--match-term", default="contract_name", help="the term naming each contract"
-    )
-    columns.add_argument("--team-column", metavar="COL", help="a column of team ids")
-    columns.add_argument("--contract-type-column", metavar="COL", help="a column of type ids")
-    columns.add_argument("--template-column", metavar="COL", help="a column of template ids")
-    journal = create.add_argument_group("journal")
-    journal.add_argument("--journal", metavar="FILE", help="default: FILE.journal.db")
-    journal.add_argument("--no-journal", action="store_true", help="no journal (no resume)")
-    create.add_argument(
-        "--dry-run", action="store_true", help="validate and estimate; send nothing"
-    )
-    create.add_argument("--require-all", action="store_true", help="refuse unanswered terms")
-    running(create)
-    create.set_defaults(handler=bulk_create)
+        help="Map a column to a term (COL= ignores it); repeatable.",
+    ),
+    _option("--key-column", metavar="COL", help="A column with your own reference per row."),
+    _option(
+        "--match-term",
+        default="contract_name",
+        show_default=True,
+        help="The term naming each contract.",
+    ),
+    _option("--team-column", metavar="COL", help="A column of team ids."),
+    _option("--contract-type-column", metavar="COL", help="A column of contract type ids."),
+    _option("--template-column", metavar="COL", help="A column of template ids."),
+    _option("--journal", metavar="FILE", help="The journal (default: FILE.journal.db)."),
+    _option("--no-journal", is_flag=True, help="No journal (and no resume)."),
+    _option("--dry-run", is_flag=True, help="Validate and estimate; send nothing."),
+    _option("--require-all", is_flag=True, help="Refuse rows with unanswered terms."),
+]
+_running(_create)
 
-    status = actions.add_parser(
-        "status", parents=[common], help="show a journal: counts by state, failures, reasons"
+_status = runs(bulk, "status")(
+    argument("journal", help="The job's journal (FILE.journal.db).")(bulk_status)
+)
+_status.params[1:1] = [
+    _option(
+        "--limit",
+        type=click.IntRange(min=1),
+        default=LISTED,
+        show_default=True,
+        help="Rows listed per section.",
     )
-    status.add_argument("journal")
-    status.add_argument("--limit", type=_positive, default=LISTED, help="rows listed (20)")
-    status.set_defaults(handler=bulk_status)
+]
 
-    retry = actions.add_parser(
-        "retry",
-        parents=[common],
-        help="send again the rows of a journal that are not created",
-        description="Reconcile and send again every failed, unknown or unsent row, from the "
-        "values kept in the journal (the input file is not read).",
-    )
-    retry.add_argument("journal")
-    running(retry)
-    retry.set_defaults(handler=bulk_retry)
+_retry = runs(bulk, "retry")(
+    argument("journal", help="The job's journal (FILE.journal.db).")(bulk_retry)
+)
+_retry.help = (
+    "Send again the rows of a journal that are not created.\n\n"
+    "Reconciles and sends again every failed, unknown or unsent row, from the values kept "
+    "in the journal (the input file is not read)."
+)
+_running(_retry)
+
+_example = runs(bulk, "example", json_output=False)(
+    argument(
+        "path",
+        default="tenancies.csv",
+        required=False,
+        help="Where to write it (default tenancies.csv; - for stdout).",
+    )(bulk_example)
+)
+_example.params[1:1] = [_option("--force", is_flag=True, help="Overwrite an existing file.")]

@@ -179,9 +179,7 @@ async def run_demo(args: argparse.Namespace) -> int:
 
         _step(2, "Pick or create a team")
         teams = await client.teams.list(user_id)
-        print_table(
-            ["id", "name", "created"], [(t.id, t.name, t.created) for t in teams], indent="   "
-        )
+        print_table(["id", "name", "created"], [(t.id, t.name, t.created) for t in teams], indent=3)
         if teams:
             team = await client.personal_team(user_id)
         else:
@@ -191,7 +189,7 @@ async def run_demo(args: argparse.Namespace) -> int:
 
         _step(3, "List the contract types the team can create")
         types = await client.contract_types.list(team_id)
-        print_table(["id", "name"], [(t.id, t.name) for t in types], indent="   ")
+        print_table(["id", "name"], [(t.id, t.name) for t in types], indent=3)
         if not types:
             raise ConfigurationError(f"team {team_id} can create no contract types")
         kind = _pick_type(types)
@@ -200,7 +198,7 @@ async def run_demo(args: argparse.Namespace) -> int:
         _step(4, "List its template versions (newest first)")
         versions = await client.templates.list(team_id, _known(kind.id, "contract type id"))
         rows = [(v.id, v.version, "latest" if i == 0 else "") for i, v in enumerate(versions)]
-        print_table(["id", "version", ""], rows, indent="   ")
+        print_table(["id", "version", ""], rows, indent=3)
         template = versions[0]
         template_id = _known(template.id, "template id")
 
@@ -238,7 +236,7 @@ async def run_demo(args: argparse.Namespace) -> int:
         print_table(
             ["id", "name", "created", "fields"],
             [(c.id, c.name, c.created_date, len(c.fields)) for c in contracts],
-            indent="   ",
+            indent=3,
         )
         contract_id = _known(contract.id, "contract id")
         await _parties_and_signing(client, args, contract_id, template_id, user)
@@ -361,7 +359,7 @@ async def _parties_and_signing(
             (c.id, c.name, ", ".join(c.roles), c.side, sum(1 for f in c.fields if f.value))
             for c in parties
         ],
-        indent="   ",
+        indent=3,
     )
 
     _step(11, "Both parties sign (a PNG signature, sent as multipart/form-data)")

@@ -1,4 +1,9 @@
-"""How the CLI shows things: aligned tables for people, JSON for scripts."""
+"""How the CLI shows things: rich tables for people, JSON for scripts.
+
+Rich decides about colour: none when the stream is not a terminal, none with ``NO_COLOR``
+set. On a terminal, tables fit its width and wrap their cells; into a pipe or a file they
+take the width they need, so ``grep`` sees whole lines.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +14,33 @@ from datetime import date, datetime
 from typing import Any, TextIO
 
 import attrs
+from rich.console import Console, RenderableType
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
 
-__all__ = ["dump_json", "print_table", "to_jsonable"]
+__all__ = ["console", "dump_json", "print_pairs", "print_table", "to_jsonable"]
+
+#: The width of output that is not a terminal: no wrapping.
+PIPE_WIDTH = 1000
+
+
+def console(*, stderr: bool = False, record: bool = False) -> Console:
+    """Return a console on stdout (or stderr), made now so it follows ``sys.stdout``.
+
+    Args:
+        stderr: Write on stderr (progress, notes) rather than stdout.
+        record: Keep what is printed, for ``save_svg`` / ``export_text``.
+    """
+    stream = sys.stderr if stderr else sys.stdout
+    out = Console(file=stream, highlight=False, soft_wrap=False, record=record)
+    if not out.is_terminal:
+        out.width = PIPE_WIDTH
+    return out
 
 
 def to_jsonable(value: Any) -> Any:
-    """Turn models (attrs classes), tuples and datetimes into JSON-ready values.
+    """Turn models (attrs classes), tuples, enums and datetimes into JSON-ready values.
 
     The ``raw`` wire dict of a model is left out: the model's own fields are the output.
     """
@@ -34,7 +60,7 @@ def to_jsonable(value: Any) -> Any:
 
 
 def dump_json(value: Any, stream: TextIO | None = None) -> None:
-    """Print ``value`` as indented JSON."""
+    """Print ``value`` as indented JSON (never coloured: it is for programs)."""
     out = stream or sys.stdout
     json.dump(to_jsonable(value), out, indent=2, ensure_ascii=False)
     out.write("\n")
@@ -45,24 +71,56 @@ def _cell(value: Any) -> str:
         return "-"
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%d %H:%M")
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     return str(value).replace("\n", " ")
 
 
 def print_table(
     headers: Sequence[str],
     rows: Iterable[Sequence[Any]],
-    stream: TextIO | None = None,
     *,
-    indent: str = "",
+    indent: int = 0,
+    out: Console | None = None,
 ) -> None:
-    """Print rows under headers, columns aligned; "(none)" when there are no rows."""
-    out = stream or sys.stdout
+    """Print rows under bold headers, columns aligned; "(none)" when there are no rows.
+
+    Args:
+        headers: Column titles (shown in capitals).
+        rows: One sequence of cell values per row (None shows as ``-``).
+        indent: Spaces before the table (the demo's steps).
+        out: The console to print on (default: a new one on stdout).
+    """
+    target = out or console()
     cells = [[_cell(value) for value in row] for row in rows]
+    pad = " " * indent
     if not cells:
-        out.write(f"{indent}(none)\n")
+        target.print(f"{pad}(none)", markup=False)
         return
-    widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(headers)]
-    lines = [[h.upper() for h in headers], *cells]
-    for row in lines:
-        text = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
-        out.write(indent + text.rstrip() + "\n")
+    table = Table(box=None, pad_edge=False, header_style="bold cyan", show_edge=False)
+    for header in headers:
+        table.add_column(header.upper(), overflow="fold")
+    for row in cells:
+        table.add_row(*(Text(cell) for cell in row))  # data, never markup
+    _emit(target, Padding(table, (0, 0, 0, indent)) if indent else table)
+
+
+def print_pairs(rows: Sequence[tuple[str, object]], *, out: Console | None = None) -> None:
+    """Print ``label  value`` lines, the labels bold and the values aligned."""
+    table = Table(box=None, pad_edge=False, show_header=False, show_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    for label, value in rows:
+        table.add_row(label, Text(_cell(value)))
+    _emit(out or console(), table)
+
+
+def _emit(target: Console, renderable: RenderableType) -> None:
+    """Print a table; into a pipe or file, without the padding rich adds at line ends."""
+    if target.is_terminal:
+        target.print(renderable)
+        return
+    with target.capture() as captured:
+        target.print(renderable)
+    text = "".join(line.rstrip() + "\n" for line in captured.get().splitlines())
+    target.file.write(text)

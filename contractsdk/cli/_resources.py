@@ -6,16 +6,20 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import click
 
 from contractsdk._auth import ClientCredentials
 from contractsdk._client import ContractClient
 from contractsdk._exceptions import ConfigurationError
-from contractsdk.cli._output import dump_json, print_table
-from contractsdk.models import Contract, Team
+from contractsdk.cli._app import argument, cli, numeric_id, runs
+from contractsdk.cli._output import console, dump_json, print_pairs, print_table
+from contractsdk.models import Contract, Team, User
 
-__all__ = ["add_commands", "make_client"]
+__all__ = ["make_client", "parse_pairs"]
 
 
 def make_client(args: argparse.Namespace, **options: Any) -> ContractClient:
@@ -62,10 +66,21 @@ def _parse_values(args: argparse.Namespace) -> dict[str, str]:
         if not isinstance(loaded, dict):
             raise ConfigurationError(f"{path} must hold a JSON object of term names to values")
         values.update(loaded)
-    for item in args.value or ():
+    values.update(parse_pairs(args.value, "--value", "NAME=VALUE"))
+    return values
+
+
+def parse_pairs(items: Sequence[str] | None, flag: str, shape: str) -> dict[str, str]:
+    """Read repeated ``NAME=VALUE`` flags into a dict (the last one of a name wins).
+
+    Raises:
+        ConfigurationError: An item without ``=`` or without a name.
+    """
+    values: dict[str, str] = {}
+    for item in items or ():
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise ConfigurationError(f"--value takes NAME=VALUE, got {item!r}")
+            raise ConfigurationError(f"{flag} takes {shape}, got {item!r}")
         values[name.strip()] = value
     return values
 
@@ -87,10 +102,34 @@ async def users_get(args: argparse.Namespace) -> None:
         user = await client.users.get(args.user_id)
     if _json(args):
         return dump_json(user)
+    _show_users([user])
+
+
+def _show_users(users: list[User]) -> None:
     print_table(
         ["id", "first name", "last name", "email", "created"],
-        [(user.id, user.first_name, user.last_name, user.email, user.created)],
+        [(u.id, u.first_name, u.last_name, u.email, u.created) for u in users],
     )
+
+
+async def users_list(args: argparse.Namespace) -> None:
+    """List the users the credential can see."""
+    async with make_client(args) as client:
+        users = await client.users.list()
+    if _json(args):
+        return dump_json(users)
+    _show_users(users)
+
+
+async def users_create(args: argparse.Namespace) -> None:
+    """Create a user (to add as a party to a contract)."""
+    async with make_client(args) as client:
+        user = await client.users.create(
+            email=args.email, first_name=args.first_name, last_name=args.last_name
+        )
+    if _json(args):
+        return dump_json(user)
+    _show_users([user])
 
 
 async def teams_list(args: argparse.Namespace) -> None:
@@ -139,7 +178,7 @@ async def terms_show(args: argparse.Namespace) -> None:
         terms = await client.terms.list(args.template_id)
     if _json(args):
         return dump_json(list(terms))
-    print(terms.tree())
+    click.echo(terms.tree())
 
 
 async def contracts_list(args: argparse.Namespace) -> None:
@@ -154,9 +193,16 @@ async def contracts_list(args: argparse.Namespace) -> None:
 def _show_contract(args: argparse.Namespace, contract: Contract) -> None:
     if _json(args):
         return dump_json(contract)
-    print_table(["id", "name", "created"], [(contract.id, contract.name, contract.created_date)])
+    known = [
+        ("id", contract.id),
+        ("name", contract.name),
+        ("created", contract.created_date),
+        ("purchased", contract.purchased_date),
+        ("completed", contract.completed_date),
+    ]
+    print_pairs([(label, value) for label, value in known if value is not None])
     if contract.fields:
-        print()
+        console().print()
         print_table(["field", "value"], [(f.name or f.id, f.value) for f in contract.fields])
 
 
@@ -203,7 +249,7 @@ async def contracts_delete(args: argparse.Namespace) -> None:
         await client.contracts.delete(args.contract_id)
     if _json(args):
         return dump_json({"deleted": args.contract_id})
-    print(f"deleted contract {args.contract_id}")
+    click.echo(f"deleted contract {args.contract_id}")
 
 
 async def contracts_pdf(args: argparse.Namespace) -> None:
@@ -217,75 +263,139 @@ async def contracts_pdf(args: argparse.Namespace) -> None:
     await asyncio.to_thread(Path(output).write_bytes, pdf)
     if _json(args):
         return dump_json({"contract_id": args.contract_id, "file": output, "bytes": len(pdf)})
-    print(f"wrote {len(pdf):,} bytes to {output}")
+    click.echo(f"wrote {len(pdf):,} bytes to {output}")
 
 
-def _id(text: str) -> int:
-    if not (text.isascii() and text.isdigit()):
-        raise argparse.ArgumentTypeError(f"expected a numeric id, got {text!r}")
-    return int(text)
+# -- the command tree ------------------------------------------------------------------
 
 
-def add_commands(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    common: argparse.ArgumentParser,
-) -> None:
-    """Add the resource commands to the top-level command list."""
+@cli.group()
+def users() -> None:
+    """Read, list and create users."""
 
-    def group(name: str, help_text: str) -> argparse._SubParsersAction[argparse.ArgumentParser]:
-        parser = commands.add_parser(name, help=help_text)
-        return parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
-    def action(
-        parent: argparse._SubParsersAction[argparse.ArgumentParser], name: str, handler: Any
-    ) -> argparse.ArgumentParser:
-        first_line = (handler.__doc__ or "").strip().splitlines()[0]
-        parser = parent.add_parser(name, parents=[common], help=first_line)
-        parser.set_defaults(handler=handler)
-        return parser
+@cli.group()
+def teams() -> None:
+    """List, create and rename teams."""
 
-    users = group("users", "read users")
-    action(users, "get", users_get).add_argument("user_id", type=_id)
 
-    teams = group("teams", "list, create and rename teams")
-    action(teams, "list", teams_list).add_argument("user_id", type=_id)
-    create = action(teams, "create", teams_create)
-    create.add_argument("user_id", type=_id)
-    create.add_argument("--name", required=True)
-    rename = action(teams, "rename", teams_rename)
-    rename.add_argument("team_id", type=_id)
-    rename.add_argument("--name", required=True)
+@cli.group()
+def types() -> None:
+    """List contract types."""
 
-    types = group("types", "list contract types")
-    action(types, "list", types_list).add_argument("team_id", type=_id, nargs="?")
 
-    templates = group("templates", "list template versions")
-    listing = action(templates, "list", templates_list)
-    listing.add_argument("team_id", type=_id)
-    listing.add_argument("contract_type_id", type=_id)
+@cli.group()
+def templates() -> None:
+    """List a contract type's template versions."""
 
-    terms = group("terms", "show a template version's terms")
-    action(terms, "show", terms_show).add_argument("template_id", type=_id)
 
-    contracts = group("contracts", "create, read, change and delete contracts")
-    action(contracts, "list", contracts_list).add_argument("team_id", type=_id)
-    action(contracts, "get", contracts_get).add_argument("contract_id", type=_id)
-    for name, handler, target in [
-        ("create", contracts_create, "team_id"),
-        ("update", contracts_update, "contract_id"),
-    ]:
-        parser = action(contracts, name, handler)
-        parser.add_argument(target, type=_id)
-        parser.add_argument("--value", action="append", metavar="NAME=VALUE", help="a term value")
-        parser.add_argument("--values", dest="values_file", metavar="FILE", help="JSON object")
-        parser.add_argument("--require-all", action="store_true", help="refuse unanswered terms")
-        parser.add_argument(
-            "--template", type=_id, required=name == "create", help="template version id"
+@cli.group()
+def terms() -> None:
+    """Show a template version's terms."""
+
+
+@cli.group()
+def contracts() -> None:
+    """Create, read, change, download and delete contracts."""
+
+
+USER_ID = argument("user_id", type=numeric_id, help="The user's id.")
+TEAM_ID = argument("team_id", type=numeric_id, help="The team's id.")
+CONTRACT_ID = argument("contract_id", type=numeric_id, help="The contract's id.")
+NAME = click.option("--name", required=True, help="The team's name.")
+
+runs(users, "get")(USER_ID(users_get))
+runs(users, "list")(users_list)
+runs(users, "create")(
+    click.option("--email", required=True, help="The user's email address (unique).")(
+        click.option("--first-name", required=True, help="First name.")(
+            click.option("--last-name", required=True, help="Last name.")(users_create)
         )
-        if name == "create":
-            parser.add_argument("--created-by", type=_id, required=True, metavar="USER_ID")
-            parser.add_argument("--idempotency-key", help="your own key for a safe repeat")
-    action(contracts, "delete", contracts_delete).add_argument("contract_id", type=_id)
-    pdf = action(contracts, "pdf", contracts_pdf)
-    pdf.add_argument("contract_id", type=_id)
-    pdf.add_argument("-o", "--output", help="file to write (- for stdout)")
+    )
+)
+runs(teams, "list")(
+    argument("user_id", type=numeric_id, help="The user whose teams to list.")(teams_list)
+)
+runs(teams, "create")(
+    argument("user_id", type=numeric_id, help="The team's owner.")(NAME(teams_create))
+)
+runs(teams, "rename")(TEAM_ID(NAME(teams_rename)))
+runs(types, "list")(
+    argument(
+        "team_id",
+        type=numeric_id,
+        required=False,
+        help="The team whose contract types to list (default: the public ones).",
+    )(types_list)
+)
+runs(templates, "list")(
+    TEAM_ID(
+        argument("contract_type_id", type=numeric_id, help="The contract type's id.")(
+            templates_list
+        )
+    )
+)
+runs(terms, "show")(
+    argument("template_id", type=numeric_id, help="The template version's id.")(terms_show)
+)
+runs(contracts, "list")(
+    argument("team_id", type=numeric_id, help="The team whose contracts to list.")(contracts_list)
+)
+runs(contracts, "get")(CONTRACT_ID(contracts_get))
+
+
+def _value_options(create: bool) -> list[click.Option]:
+    return [
+        click.Option(
+            ["--value"],
+            multiple=True,
+            metavar="NAME=VALUE",
+            help="A term's value; repeatable.",
+        ),
+        click.Option(
+            ["--values", "values_file"],
+            metavar="FILE",
+            help="A JSON object of term names to values (--value flags win).",
+        ),
+        click.Option(
+            ["--require-all"], is_flag=True, help="Refuse a contract with unanswered terms."
+        ),
+        click.Option(
+            ["--template"],
+            type=numeric_id,
+            required=create,
+            help="The template version id"
+            + ("." if create else " (to check the values against its terms)."),
+        ),
+    ]
+
+
+create = runs(contracts, "create")(
+    argument("team_id", type=numeric_id, help="The team that holds the contract.")(
+        click.option(
+            "--created-by",
+            type=numeric_id,
+            required=True,
+            metavar="USER_ID",
+            help="The user creating it.",
+        )(
+            click.option("--idempotency-key", help="Your own key, to make a repeated create safe.")(
+                contracts_create
+            )
+        )
+    )
+)
+create.params[1:1] = _value_options(create=True)
+update = runs(contracts, "update")(CONTRACT_ID(contracts_update))
+update.params[1:1] = _value_options(create=False)
+runs(contracts, "delete")(CONTRACT_ID(contracts_delete))
+runs(contracts, "pdf")(
+    CONTRACT_ID(
+        click.option(
+            "-o",
+            "--output",
+            metavar="FILE",
+            help="The file to write (default contract-<id>.pdf; - for stdout).",
+        )(contracts_pdf)
+    )
+)

@@ -1,0 +1,214 @@
+"""``contractsdk parties …`` and ``contractsdk sign``: who is on a contract, and signing.
+
+A party is a collaborator: a user on a contract with roles, a side and identity values
+(docs/parties.md). ``parties add --template ID`` checks the values against the identity
+fields of those roles and side before anything is sent (the contract's answer does not
+name its template, so the CLI cannot find it alone); without ``--template`` the values go
+unchecked and must be keyed by field id.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import click
+
+from contractsdk._exceptions import ConfigurationError
+from contractsdk.cli._app import argument, cli, numeric_id, runs
+from contractsdk.cli._output import dump_json, print_table
+from contractsdk.cli._resources import make_client, parse_pairs
+from contractsdk.models import Collaborator, Role, Side
+
+__all__ = [
+    "parties_add",
+    "parties_fields",
+    "parties_list",
+    "parties_remove",
+    "parties_roles",
+    "sign",
+]
+
+ROLES = [role.value for role in Role]
+SIDES = [side.value for side in Side]
+
+
+def _show(args: argparse.Namespace, collaborators: list[Collaborator]) -> None:
+    if args.json:
+        return dump_json(collaborators)
+    print_table(
+        ["id", "user", "name", "email", "roles", "side", "fields filled", "signed"],
+        [
+            (
+                c.id,
+                c.user_id,
+                c.name,
+                c.email,
+                ", ".join(c.roles),
+                c.side,
+                sum(1 for f in c.fields if f.value),
+                c.signed,
+            )
+            for c in collaborators
+        ],
+    )
+
+
+def _by_id(values: dict[str, str], flag: str) -> dict[Any, str]:
+    """Keys that are digits become field ids; others stay labels (checked with a template)."""
+    return {int(key) if key.isdigit() else key: value for key, value in values.items()}
+
+
+async def parties_list(args: argparse.Namespace) -> None:
+    """List a contract's parties: roles, side, identity fields filled, signed."""
+    async with make_client(args) as client:
+        collaborators = await client.collaborators.list(args.contract_id)
+    _show(args, collaborators)
+
+
+async def parties_add(args: argparse.Namespace) -> None:
+    """Add a user to a contract as a party, checking the identity values first.
+
+    With --template, values may name fields by label or name and are checked against the
+    identity fields of those roles and side (every problem listed, exit 3, nothing sent).
+    """
+    values = _by_id(parse_pairs(args.value, "--value", "LABEL=VALUE"), "--value")
+    async with make_client(args) as client:
+        added = await client.collaborators.create(
+            args.contract_id,
+            user_id=args.user,
+            inviter_id=args.inviter if args.inviter is not None else args.user,
+            roles=list(args.role),
+            side=args.side,
+            values=values,
+            template_id=args.template,
+            require_all=args.require_all,
+        )
+        shown = await client.collaborators.get(added.id) if added.id is not None else added
+    _show(args, [shown])
+
+
+async def parties_remove(args: argparse.Namespace) -> None:
+    """Remove a party from its contract."""
+    async with make_client(args) as client:
+        await client.collaborators.delete(args.collaborator_id)
+    if args.json:
+        return dump_json({"deleted": args.collaborator_id})
+    click.echo(f"removed collaborator {args.collaborator_id}")
+
+
+async def parties_roles(args: argparse.Namespace) -> None:
+    """Change a party's roles (at most two, and then one is 'collaborator')."""
+    async with make_client(args) as client:
+        collaborator = await client.collaborators.update_roles(
+            args.collaborator_id, roles=list(args.role)
+        )
+    _show(args, [collaborator])
+
+
+async def parties_fields(args: argparse.Namespace) -> None:
+    """Change a party's identity values, by field id."""
+    values = parse_pairs(args.value, "--value", "ID=VALUE")
+    if not values:
+        raise ConfigurationError("nothing to change: give --value ID=VALUE")
+    async with make_client(args) as client:
+        collaborator = await client.collaborators.update_fields(
+            args.collaborator_id, values=_by_id(values, "--value")
+        )
+    _show(args, [collaborator])
+
+
+async def sign(args: argparse.Namespace) -> None:
+    """Sign a contract as a party: with an image (PNG or JPEG), or the saved signature."""
+    if (args.image is None) == (not args.saved):
+        raise ConfigurationError("give one of --image FILE or --saved")
+    async with make_client(args) as client:
+        if args.saved:
+            signed = await client.collaborators.sign_with_saved_signature(args.collaborator_id)
+        else:
+            signed = await client.collaborators.sign(args.collaborator_id, signature=args.image)
+    _show(args, [signed])
+
+
+# -- the command tree ------------------------------------------------------------------
+
+
+@cli.group()
+def parties() -> None:
+    """List, add and remove a contract's parties; change their roles and fields."""
+
+
+CONTRACT = argument("contract_id", type=numeric_id, help="The contract's id.")
+COLLABORATOR = argument(
+    "collaborator_id", type=numeric_id, help="The party's collaborator id (parties list)."
+)
+
+
+def _role(required: bool) -> Any:
+    return click.option(
+        "--role",
+        multiple=True,
+        required=required,
+        type=click.Choice(ROLES),
+        help="A role; repeatable (at most two: 'collaborator' and one other).",
+    )
+
+
+runs(parties, "list")(CONTRACT(parties_list))
+runs(parties, "add")(
+    CONTRACT(
+        click.option("--user", type=numeric_id, required=True, help="The user to add.")(
+            _role(True)(
+                click.option("--side", type=click.Choice(SIDES), required=True, help="Their side.")(
+                    click.option(
+                        "--value",
+                        multiple=True,
+                        metavar="LABEL=VALUE",
+                        help="An identity value, by field id, or label with --template; "
+                        "repeatable.",
+                    )(
+                        click.option(
+                            "--inviter",
+                            type=numeric_id,
+                            help="The user inviting them (default: --user).",
+                        )(
+                            click.option(
+                                "--template",
+                                type=numeric_id,
+                                help="The contract's template version: check the values first.",
+                            )(
+                                click.option(
+                                    "--require-all",
+                                    is_flag=True,
+                                    help="With --template: require every applicable field.",
+                                )(parties_add)
+                            )
+                        )
+                    )
+                )
+            )
+        )
+    )
+)
+runs(parties, "remove")(COLLABORATOR(parties_remove))
+runs(parties, "roles")(COLLABORATOR(_role(True)(parties_roles)))
+runs(parties, "fields")(
+    COLLABORATOR(
+        click.option(
+            "--value",
+            multiple=True,
+            required=True,
+            metavar="ID=VALUE",
+            help="An identity field's new value; repeatable.",
+        )(parties_fields)
+    )
+)
+runs(cli, "sign")(
+    COLLABORATOR(
+        click.option(
+            "--image",
+            type=click.Path(dir_okay=False),
+            help="A PNG or JPEG signature (at most 512 KiB).",
+        )(click.option("--saved", is_flag=True, help="Sign with the user's saved signature.")(sign))
+    )
+)

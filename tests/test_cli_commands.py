@@ -1,0 +1,255 @@
+"""The click CLI: help, version, the missing extra, colour rules, -v, parties, users, sign."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from contractsdk import ContractClient
+from contractsdk.cli import INSTALL_HINT, main
+from contractsdk.cli._app import Invocation, parse
+from contractsdk.cli._demo import _person_values, signature_png
+from contractsdk.models import Role, Side
+from contractsdk.sandbox import SandboxServer
+
+ROOT = Path(__file__).resolve().parents[1]
+USER = 7917
+TENANCY_TEMPLATE = 198
+
+
+def _env(**more: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTRACTSDK_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return {**env, **more}
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[SandboxServer]:
+    async with SandboxServer(port=0, read_rate=None, write_rate=None) as running:
+        yield running
+
+
+async def cli(server: SandboxServer, *argv: str) -> int:
+    """Run one command in this event loop (the emulator keeps serving)."""
+    invocation = parse([*argv, "--base-url", server.url, "--api-key", server.api_key])
+    assert isinstance(invocation, Invocation), invocation
+    return await invocation.run()
+
+
+def test_bare_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
+    """A bare `contractsdk` prints the help (connection options once) and exits 0."""
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert "Usage: contractsdk" in out and "bulk" in out and "parties" in out
+    assert out.count("--base-url") == 1
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """--version prints the package's version."""
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("contractsdk 0.")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["users", "get"],
+        ["contracts", "create"],
+        ["bulk", "create"],
+        ["parties", "add"],
+        ["sign"],
+        ["bulk", "example"],
+    ],
+)
+def test_every_argument_and_option_has_help(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each command's help lists its arguments with a text, and no connection option."""
+    assert main([*argv, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--base-url" not in out  # defined once, on the group
+    import click
+
+    from contractsdk.cli._app import cli as root
+
+    command: click.Command = root
+    ctx = click.Context(root)
+    for name in argv:
+        assert isinstance(command, click.Group)
+        command = command.commands[name]
+    for param in command.params:
+        if not getattr(param, "hidden", False):
+            assert param.help, (argv, param.name)
+    del ctx
+
+
+def test_sandbox_help_names_itself(capsys: pytest.CaptureFixture[str]) -> None:
+    """`contractsdk sandbox --help` calls itself `contractsdk sandbox`."""
+    assert main(["sandbox", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: contractsdk sandbox")
+    assert "python -m" not in out
+
+
+def test_demo_refuses_json(capsys: pytest.CaptureFixture[str]) -> None:
+    """`demo --json` is a usage error (exit 2), not ignored."""
+    assert main(["demo", "--json"]) == 2
+    assert main(["--json", "demo"]) == 2
+    assert "no JSON output" in capsys.readouterr().err
+
+
+def test_without_the_extra_one_line() -> None:
+    """Without click and rich, the command says in one line to install contractsdk[cli]."""
+    code = (
+        "import sys; sys.modules['click'] = None; sys.modules['rich'] = None\n"
+        "import importlib.util as u; real = u.find_spec\n"
+        "u.find_spec = lambda n, *a: None if n in ('click', 'rich') else real(n, *a)\n"
+        "from contractsdk.cli import main; raise SystemExit(main(['users', 'list']))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_env(), check=False
+    )
+    assert result.returncode == 1
+    assert result.stderr == INSTALL_HINT + "\n"
+
+
+def test_the_sdk_does_not_import_click_or_rich() -> None:
+    """`import contractsdk` (and its bulk and sandbox) loads neither click nor rich."""
+    code = (
+        "import sys, contractsdk, contractsdk.bulk, contractsdk.sandbox\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('click', 'rich')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_env(), check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+async def test_colour_only_on_a_terminal_and_never_with_no_color(
+    server: SandboxServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tables carry ANSI colour when forced to a terminal, none in a pipe or with NO_COLOR."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    assert await cli(server, "users", "get", str(USER)) == 0
+    assert "\x1b[" not in capsys.readouterr().out  # captured: not a terminal
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("TERM", "xterm-256color")
+    assert await cli(server, "users", "get", str(USER)) == 0
+    assert "\x1b[1;36m" in capsys.readouterr().out  # bold cyan headers
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert await cli(server, "users", "get", str(USER)) == 0
+    out = capsys.readouterr().out
+    assert "36m" not in out and "\x1b[1m" in out  # no colour; bold is not a colour
+
+
+async def test_verbose_shows_each_answer_without_a_secret(
+    server: SandboxServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """-v prints method, path, status and time of each answer on stderr; never the key."""
+    assert await cli(server, "-v", "users", "get", str(USER)) == 0
+    err = capsys.readouterr().err
+    assert f"200 GET /v1/users/{USER} in" in err and " ms" in err
+    assert server.api_key not in err
+    assert await cli(server, "users", "get", str(USER)) == 0
+    assert capsys.readouterr().err == ""
+
+
+async def test_contracts_create_shows_what_it_knows(
+    server: SandboxServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`contracts create` shows the id, name and values, no `created -` placeholder."""
+    argv = ["contracts", "create", "494", "--template", str(TENANCY_TEMPLATE)]
+    argv += ["--created-by", str(USER), "--value", "contract_name=Flat 9"]
+    assert await cli(server, *argv) == 0
+    out = capsys.readouterr().out
+    labels = [line.split()[0] for line in out.splitlines() if line.strip()]
+    assert labels[:2] == ["id", "name"] and "created" not in labels
+    assert "Flat 9" in out
+
+
+async def test_users_create_and_list(
+    server: SandboxServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`users create` then `users list` shows the new user."""
+    argv = ["users", "create", "--email", "new.person@example.com"]
+    assert await cli(server, *argv, "--first-name", "New", "--last-name", "Person", "--json") == 0
+    created = json.loads(capsys.readouterr().out)
+    assert created["email"] == "new.person@example.com" and created["id"]
+    assert await cli(server, "users", "list") == 0
+    assert "new.person@example.com" in capsys.readouterr().out
+
+
+async def test_parties_lifecycle_and_signing(
+    server: SandboxServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Add a party (checked against the identity fields), list, change roles, sign, remove."""
+    argv = ["--json", "contracts", "create", "494", "--template", str(TENANCY_TEMPLATE)]
+    assert await cli(server, *argv, "--created-by", str(USER), "--value", "contract_name=P") == 0
+    contract = str(json.loads(capsys.readouterr().out)["id"])
+
+    # A value that breaks the identity fields: exit 3 through main's mapping, nothing sent.
+    from contractsdk._exceptions import IdentityValidationError
+
+    add = ["parties", "add", contract, "--user", str(USER), "--role", "party", "--side", "first"]
+    add += ["--template", str(TENANCY_TEMPLATE)]
+    with pytest.raises(IdentityValidationError):
+        await cli(server, *add, "--value", "No such field=x")
+    assert await cli(server, "--json", "parties", "list", contract) == 0
+    assert json.loads(capsys.readouterr().out) == []
+
+    async with ContractClient(api_key=server.api_key, base_url=server.url) as client:
+        fields = await client.identity_fields.list(
+            TENANCY_TEMPLATE, roles=[Role.PARTY], side=Side.FIRST
+        )
+        ada = await client.users.get(USER)
+    answers = [f"--value={key}={value}" for key, value in _person_values(fields, ada).items()]
+    assert await cli(server, *add, *answers, "--json") == 0
+    party = json.loads(capsys.readouterr().out)[0]
+    assert party["side"] == "first" and "party" in party["roles"]
+    assert await cli(server, "parties", "list", contract) == 0
+    table = capsys.readouterr().out
+    assert table.splitlines()[0].split()[:2] == ["ID", "USER"] and str(USER) in table
+
+    collaborator = str(party["id"])
+    roles = ["--role", "party", "--role", "collaborator"]
+    assert await cli(server, "parties", "roles", collaborator, *roles) == 0
+    assert "party, collaborator" in capsys.readouterr().out
+
+    field_id = next(iter(_person_values(fields, ada)))
+    change = ["parties", "fields", collaborator, "--value", f"{field_id}=Changed"]
+    assert await cli(server, *change, "--json") == 0
+    values = {f["id"]: f["value"] for f in json.loads(capsys.readouterr().out)[0]["fields"]}
+    assert values.get(field_id) == "Changed"
+
+    assert await cli(server, "parties", "remove", collaborator) == 0
+    assert f"removed collaborator {collaborator}" in capsys.readouterr().out
+
+    assert await cli(server, *add, *answers, "--json") == 0
+    again = json.loads(capsys.readouterr().out)[0]["id"]
+    image = tmp_path / "sig.png"
+    image.write_bytes(signature_png())
+    assert await cli(server, "sign", str(again), "--image", str(image), "--json") == 0
+    assert json.loads(capsys.readouterr().out)[0]["signed"] is True
+
+
+def test_sign_needs_one_source(capsys: pytest.CaptureFixture[str]) -> None:
+    """`sign` takes --image or --saved, exactly one (exit 2, nothing sent)."""
+    assert main(["sign", "5", "--api-key", "k"]) == 2
+    assert "--image FILE or --saved" in capsys.readouterr().err
+
+
+def test_bulk_example_writes_the_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`bulk example PATH` writes the example CSV, and refuses to overwrite without --force."""
+    target = tmp_path / "t.csv"
+    assert main(["bulk", "example", str(target)]) == 0
+    assert target.read_text().startswith("reference,")
+    assert main(["bulk", "example", str(target)]) == 2
+    assert "--force" in capsys.readouterr().err
+    assert main(["bulk", "example", str(target), "--force"]) == 0
