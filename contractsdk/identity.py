@@ -28,7 +28,6 @@ Invariants of an :class:`IdentityFieldSet`: immutable once built (its indexes ar
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, overload
@@ -36,9 +35,13 @@ from typing import Any, Literal, overload
 import attrs
 
 from ._exceptions import ConfigurationError, IdentityValidationError
+from ._ids import id_or_none
 from ._values import UnsendableValueError, to_wire_value
 from .models._parties import IdentityField, Role, Side
-from .validation import PATH_SEPARATOR, TermValue
+from .validation import TermValue
+from .validation._render import render_tree
+from .validation._rules import closest, did_you_mean, list_options, missing_message
+from .validation._tree import KeyIndex, Node, fold
 
 __all__ = [
     "check_roles",
@@ -73,7 +76,6 @@ IdentityProblemKind = Literal[
 # validationType EMAIL: one @, no spaces, a dot in the domain. Deliberately loose: the
 # service's own rule is not published, and a stricter one would refuse real addresses.
 _EMAIL = re.compile(r"[^@\s]+@[^@\s.]+(\.[^@\s.]+)+")
-_SPACES = re.compile(r"\s+")
 
 
 @attrs.frozen(kw_only=True)
@@ -104,30 +106,22 @@ class IdentityProblem:
         return f"{where}{self.path}: {self.message}"
 
 
-def _fold(text: str) -> str:
-    return _SPACES.sub(" ", text).strip().casefold()
-
-
 def _display(field: IdentityField) -> str:
     return field.name or field.label or (str(field.id) if field.id is not None else "?")
 
 
-class _Place:
-    """One position of a field in the tree."""
+class _Place(Node):
+    """One position of a field in the tree (its name is how it is shown)."""
 
-    __slots__ = ("children", "conditions", "field", "options", "path", "shown")
+    __slots__ = ("field", "options")
+
+    children: dict[str, tuple[_Place, ...]]  # narrower than Node's: fields only
+    conditions: tuple[tuple[_Place, str], ...]  # the same
 
     def __init__(self, field: IdentityField, parent: _Place | None, via: str | None) -> None:
+        super().__init__(_display(field), parent, via)
         self.field = field
-        self.shown = _display(field)
-        self.conditions: tuple[tuple[_Place, str], ...] = (
-            () if parent is None or via is None else (*parent.conditions, (parent, via))
-        )
-        self.path = PATH_SEPARATOR.join(
-            [f"{anc.shown}={option}" for anc, option in self.conditions] + [self.shown]
-        )
         self.options = tuple(option.name for option in field.options if option.name is not None)
-        self.children: dict[str, tuple[_Place, ...]] = {}
 
 
 class IdentityFieldSet(Sequence[IdentityField]):
@@ -156,9 +150,8 @@ class IdentityFieldSet(Sequence[IdentityField]):
         self.roles = tuple(roles)
         self.side = side
         self._places: list[_Place] = []
-        self._by_id: dict[int, list[_Place]] = {}
-        self._by_key: dict[str, list[_Place]] = {}  # exact names and labels
-        self._by_folded: dict[str, list[_Place]] = {}  # the same, case and spacing folded
+        # By id, by exact name or label, and by name or label with case and spacing folded.
+        self._keys: KeyIndex[_Place] = KeyIndex(fold)
         self._top = self._index(self._fields, None, None)
 
     def _index(
@@ -168,14 +161,7 @@ class IdentityFieldSet(Sequence[IdentityField]):
         for field in fields:
             place = _Place(field, parent, via)
             self._places.append(place)
-            if field.id is not None:
-                self._by_id.setdefault(field.id, []).append(place)
-            for key in {field.name, field.label} - {None, ""}:
-                assert key is not None
-                self._by_key.setdefault(key, []).append(place)
-                folded = self._by_folded.setdefault(_fold(key), [])
-                if place not in folded:
-                    folded.append(place)
+            self._keys.add(place, [key for key in (field.name, field.label) if key], field.id)
             place.children = {
                 option.name: self._index(option.nested_fields, place, option.name)
                 for option in field.options
@@ -215,7 +201,7 @@ class IdentityFieldSet(Sequence[IdentityField]):
         Returns:
             The first field in the service's order that the key names, or None.
         """
-        places = self._lookup(key)
+        places = self._keys.lookup(key)
         return places[0].field if places else None
 
     def walk(self) -> Iterator[tuple[str, IdentityField]]:
@@ -225,20 +211,6 @@ class IdentityFieldSet(Sequence[IdentityField]):
             An iterator of ``(path, field)``.
         """
         return ((place.path, place.field) for place in self._places)
-
-    def _lookup(self, key: object) -> Sequence[_Place]:
-        if isinstance(key, bool):
-            return ()
-        if isinstance(key, int):
-            return self._by_id.get(key, ())
-        if not isinstance(key, str):
-            return ()
-        places = self._by_key.get(key)
-        if places is None and key.isascii() and key.isdigit():
-            places = self._by_id.get(int(key))
-        if places is None:
-            places = self._by_folded.get(_fold(key))
-        return places or ()
 
     # -- Validation -----------------------------------------------------------------------
 
@@ -321,9 +293,9 @@ class IdentityFieldSet(Sequence[IdentityField]):
         keys: list[tuple[object, str, Sequence[_Place]]] = []
         unknown: list[IdentityProblem] = []
         for key, raw in values.items():
-            places = self._lookup(key)
+            places, key_id = self._keys.resolve(key)
             if not places:
-                unknown.append(self._unknown(key))
+                unknown.append(self._unknown(key, key_id))
                 continue
             if raw is None:
                 continue
@@ -352,9 +324,7 @@ class IdentityFieldSet(Sequence[IdentityField]):
                 continue
             answer = next(iter(texts)) if texts else None
             if (answer is None or not answer.strip()) and (field.required or require_all):
-                message = "no value given" if answer is None else "the value is empty"
-                if place.options:
-                    message += f"; choose one of: {', '.join(place.options)}"
+                message = missing_message(place.options, empty=answer is not None, limit=None)
                 problems.append(_problem("missing", place, message))
                 continue
             if answer is None:
@@ -374,10 +344,10 @@ class IdentityFieldSet(Sequence[IdentityField]):
                 continue
             applied.append((place, text))
 
-        for key, _text, places in keys:
+        for key, _text, named in keys:
             went = landed.get(key, [])
             if not went:
-                problems.append(self._inapplicable(places[0], values))
+                problems.append(self._inapplicable(named[0], values))
             elif len({id(place.field) for place in went}) > 1 and not isinstance(key, int):
                 ids = ", ".join(str(place.field.id) for place in went)
                 message = f"{key!r} names {len(went)} fields that apply (ids {ids}); key it by id"
@@ -389,10 +359,8 @@ class IdentityFieldSet(Sequence[IdentityField]):
 
     # -- Problems -------------------------------------------------------------------------
 
-    def _unknown(self, key: object) -> IdentityProblem:
-        if (isinstance(key, int) and not isinstance(key, bool)) or (
-            isinstance(key, str) and key.isascii() and key.isdigit()
-        ):
+    def _unknown(self, key: object, key_id: int | None) -> IdentityProblem:
+        if key_id is not None:
             message = f"no identity field has the id {key}"
             return IdentityProblem(
                 kind="unknown_field", path=str(key), field=str(key), message=message
@@ -402,42 +370,33 @@ class IdentityFieldSet(Sequence[IdentityField]):
             return IdentityProblem(
                 kind="unknown_field", path=repr(key), field=repr(key), message=message
             )
-        names = {_fold(name): name for name in self._by_key}
-        close = difflib.get_close_matches(_fold(key), names, n=1, cutoff=0.6)
-        suggestion = names[close[0]] if close else None
-        message = f"unknown identity field {key!r}"
-        if suggestion is not None:
-            message += f"; did you mean {suggestion!r}?"
+        names = {fold(name): name for name in self._keys.by_name}
+        suggestion = closest(key, names, fold)
+        message = did_you_mean(f"unknown identity field {key!r}", suggestion)
         return IdentityProblem(
             kind="unknown_field", path=key, field=key, message=message, suggestion=suggestion
         )
 
     def _not_an_option(self, place: _Place, text: str) -> IdentityProblem:
-        folded = {_fold(option): option for option in place.options}
-        suggestion = folded.get(_fold(text))
-        if suggestion is None:
-            close = difflib.get_close_matches(_fold(text), folded, n=1, cutoff=0.6)
-            suggestion = folded[close[0]] if close else None
-        message = f"{text!r} is not an option"
-        if suggestion is not None:
-            message += f"; did you mean {suggestion!r}?"
-        message += f" (options: {', '.join(place.options)})"
+        suggestion = closest(text, {fold(option): option for option in place.options}, fold)
+        message = did_you_mean(f"{text!r} is not an option", suggestion)
+        message += f" (options: {list_options(place.options, None)})"
         return _problem("not_an_option", place, message, suggestion)
 
     def _inapplicable(self, place: _Place, values: IdentityValues) -> IdentityProblem:
-        needed = " and ".join(f"{anc.shown}={option}" for anc, option in place.conditions)
+        needed = " and ".join(f"{anc.name}={option}" for anc, option in place.conditions)
         ancestor, option = place.conditions[-1] if place.conditions else (place, "")
         chosen = [
             text
             for key, text in values.items()
-            if text is not None and any(p is ancestor for p in self._lookup(key))
+            if text is not None and any(p is ancestor for p in self._keys.lookup(key))
         ]
-        state = f"{ancestor.shown} is {chosen[0]!r}" if chosen else f"{ancestor.shown} has no value"
+        state = f"{ancestor.name} is {chosen[0]!r}" if chosen else f"{ancestor.name} has no value"
         return _problem(
             "inapplicable",
             place,
             f"applies only when {needed} ({state})",
-            f"{ancestor.shown}={option}",
+            f"{ancestor.name}={option}",
         )
 
     # -- Display --------------------------------------------------------------------------
@@ -449,31 +408,25 @@ class IdentityFieldSet(Sequence[IdentityField]):
             Lines joined by newlines; options are radio buttons ``( )``, their nested fields
             indented beneath them.
         """
-        lines: list[str] = []
-        self._render(self._top, 0, lines)
-        return "\n".join(lines)
 
-    def _render(self, places: Sequence[_Place], indent: int, lines: list[str]) -> None:
-        pad = " " * indent
-        for place in places:
+        def describe(place: _Place) -> tuple[str, Sequence[str], str | None]:
             field = place.field
             flags = [
                 flag for flag in (field.validation_type, field.required and "required") if flag
             ]
-            line = f"{pad}{place.shown} (id {field.id})"
+            line = f"{place.name} (id {field.id})"
             if flags:
                 line += f" [{', '.join(str(flag) for flag in flags)}]"
-            lines.append(line)
-            for option in place.options:
-                lines.append(f"{pad}  ( ) {option}")
-                self._render(place.children.get(option, ()), indent + 6, lines)
+            return line, place.options, None
+
+        return render_tree(self._top, describe)
 
 
 def _problem(
     kind: IdentityProblemKind, place: _Place, message: str, suggestion: str | None = None
 ) -> IdentityProblem:
     return IdentityProblem(
-        kind=kind, path=place.path, field=place.shown, message=message, suggestion=suggestion
+        kind=kind, path=place.path, field=place.name, message=message, suggestion=suggestion
     )
 
 
@@ -495,11 +448,8 @@ def identity_fields_by_id(
     pairs: list[tuple[int, str]] = []
     wrong: list[str] = []
     for key, raw in values.items():
-        if type(key) is int and key >= 0:
-            field_id = key
-        elif isinstance(key, str) and key.isascii() and key.isdigit():
-            field_id = int(key)
-        else:
+        field_id = id_or_none(key)
+        if field_id is None:
             wrong.append(f"{key!r}: without template_id= a field must be given by its id")
             continue
         if raw is None:

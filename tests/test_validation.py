@@ -18,6 +18,7 @@ import pytest
 
 from contractsdk import TermValidationError
 from contractsdk.models import Term, TermOption
+from contractsdk.resources.contracts import flatten_fields
 from contractsdk.validation import TermProblem, TermSet, values_from_fields
 
 # -- A small hand-written template ----------------------------------------------------------
@@ -228,6 +229,54 @@ def test_build_fields_omits_nested_fields_without_answers(terms: TermSet) -> Non
 def test_build_fields_of_nothing_is_empty(terms: TermSet) -> None:
     """No values give an empty payload (nothing is required unless require_all)."""
     assert terms.build_fields({}) == []
+
+
+def test_check_holds_the_nested_and_the_flat_form(terms: TermSet) -> None:
+    """check() gives build_fields' payload, validate's mapping and the flat stored fields."""
+    values = {
+        "contract_agreementDate": "2024-05-01",
+        "contract_breakClauseStart": "3 months",
+        "contract_breakClause": "breakClauseYes",
+        "contract_rentFrequency": "month",
+        "contract_name": "Lease",
+    }
+    checked = terms.check(values)
+    assert checked.fields == terms.build_fields(values)
+    assert checked.by_name == terms.validate(values)
+    assert checked.flat == flatten_fields(checked.fields)  # the order the service stores
+    assert [(field.id, field.name, field.value) for field in checked.flat] == [
+        (1, "contract_name", "Lease"),
+        (2, "contract_rentFrequency", "month"),
+        (3, "contract_breakClause", "breakClauseYes"),
+        (4, "contract_breakClauseStart", "3 months"),
+        (12, "contract_agreementDate", "2024-05-01"),
+    ]
+    assert checked.by_id == {
+        1: "Lease",
+        2: "month",
+        3: "breakClauseYes",
+        4: "3 months",
+        12: "2024-05-01",
+    }
+
+
+def test_check_keeps_a_term_without_an_id_by_name() -> None:
+    """A term the service sent without an id is sent and stored by its name alone."""
+    terms = TermSet([Term(id=None, name="contract_name", label="Name")])
+    checked = terms.check({"contract_name": "Lease"})
+    assert checked.fields == [{"name": "contract_name", "value": "Lease"}]
+    assert [(field.id, field.name) for field in checked.flat] == [(None, "contract_name")]
+    assert checked.by_id == {}
+
+
+def test_check_raises_before_building(terms: TermSet) -> None:
+    """check() refuses wrong values as validate does, with the same problems."""
+    values = {"contract_rentFrequency": "fortnight", "contract_nme": "x"}
+    with pytest.raises(TermValidationError) as from_check:
+        terms.check(values)
+    with pytest.raises(TermValidationError) as from_validate:
+        terms.validate(values)
+    assert from_check.value.problems == from_validate.value.problems
 
 
 def test_validate_returns_strings_in_template_order(terms: TermSet) -> None:

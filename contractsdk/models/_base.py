@@ -7,6 +7,8 @@ from typing import Any
 
 import attrs
 
+from contractsdk._ids import id_or_none
+
 __all__ = ["Link", "raw_field"]
 
 
@@ -69,14 +71,7 @@ def id_from_href(href: str | None) -> int | None:
     """
     if not href:
         return None
-    last = href.partition("?")[0].rstrip("/").rpartition("/")[2]
-    if not (last.isascii() and last.isdigit() and len(last) <= 19):  # 19: int64's digits
-        return None
-    number = int(last)
-    return number if number <= _INT64_MAX else None
-
-
-_INT64_MAX = 2**63 - 1
+    return id_or_none(href.partition("?")[0].rstrip("/").rpartition("/")[2])
 
 
 RawDict = Mapping[str, Any]

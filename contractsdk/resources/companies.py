@@ -8,6 +8,7 @@ from typing import Any
 import attrs
 
 from contractsdk._exceptions import ConfigurationError
+from contractsdk._ids import parse_id
 from contractsdk.identity import check_roles, check_side
 from contractsdk.models import Address, CompanyCreated, Role, Side
 from contractsdk.resources._base import Id, Resource, path_id
@@ -95,7 +96,7 @@ class Companies(Resource):
             "company_name": company_name,
             "role": checked_role.value,
             "side": check_side(side).value,
-            "created_by": int(path_id(created_by, "created_by")),
+            "created_by": parse_id(created_by, "created_by"),
         }
         if company_number is not None:
             if not isinstance(company_number, str):
@@ -108,12 +109,12 @@ class Companies(Resource):
         if address is not None:
             body["address"] = _address(address, "address")
         if contract_configuration_id is not None:
-            body["contract_configuration_id"] = int(
-                path_id(contract_configuration_id, "contract_configuration_id")
+            body["contract_configuration_id"] = parse_id(
+                contract_configuration_id, "contract_configuration_id"
             )
         if signatory_related_company is not None:
-            body["signatory_related_company"] = int(
-                path_id(signatory_related_company, "signatory_related_company")
+            body["signatory_related_company"] = parse_id(
+                signatory_related_company, "signatory_related_company"
             )
         path = f"/contracts/{path_id(contract_id, 'contract_id')}/company"
         return await self._client._post(path, CompanyCreated, body, idempotency_key=idempotency_key)

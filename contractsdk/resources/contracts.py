@@ -10,6 +10,7 @@ import attrs
 
 from contractsdk._exceptions import ResponseValidationError
 from contractsdk._http import Response
+from contractsdk._ids import parse_id
 from contractsdk._values import iter_fields
 from contractsdk.models import Contract, ContractField, Link
 from contractsdk.models._base import id_from_href
@@ -130,18 +131,19 @@ class Contracts(Resource):
         With ``trust_key`` False an ambiguous failure is never replayed under the key, for
         callers that reconcile unknown outcomes themselves (the bulk job).
         """
-        team = path_id(team_id, "team_id")
-        template = int(path_id(template_id, "template_id"))
-        creator = int(path_id(created_by, "created_by"))
+        team = parse_id(team_id, "team_id")
+        template = parse_id(template_id, "template_id")
+        creator = parse_id(created_by, "created_by")
         terms = await self._client._term_set(template)
-        fields = terms.build_fields(values or {}, require_all=require_all)
+        # One check gives both forms: the nested fields to send, the flat ones to keep.
+        checked = terms.check(values or {}, require_all=require_all)
         body: dict[str, Any] = {
             "created_by_user_id": creator,
             "template_id": template,
-            "fields": fields,
+            "fields": checked.fields,
         }
         if source_contract is not None:
-            body["source_contract"] = int(path_id(source_contract, "source_contract"))
+            body["source_contract"] = parse_id(source_contract, "source_contract")
         response = await self._client._send_json(
             "POST",
             f"/teams/{team}/contracts",
@@ -150,15 +152,13 @@ class Contracts(Resource):
             trust_key=trust_key,
         )
         link, contract_id = _created_link(response)
-        stored = flatten_fields(fields)
-        name = next((field.value for field in stored if field.name == "contract_name"), None)
         return Contract._make(
             id=contract_id,
-            name=name,
+            name=checked.by_name.get("contract_name"),
             created_date=None,  # the answer is a Link: the dates are the service's to tell
             purchased_date=None,
             completed_date=None,
-            fields=stored,
+            fields=checked.flat,
             links=(link,),
             raw={"href": link.href, "rel": "self"},
         )
@@ -170,11 +170,9 @@ class Contracts(Resource):
 
     async def get(self, contract_id: Id, /) -> Contract:
         """Return one contract."""
-        contract_path = path_id(contract_id, "contract_id")
-        contract = await self._client._get(f"/contracts/{contract_path}", Contract)
-        return (
-            contract if contract.id is not None else attrs.evolve(contract, id=int(contract_path))
-        )
+        number = parse_id(contract_id, "contract_id")
+        contract = await self._client._get(f"/contracts/{number}", Contract)
+        return contract if contract.id is not None else attrs.evolve(contract, id=number)
 
     async def update(
         self,
@@ -201,19 +199,15 @@ class Contracts(Resource):
         Raises:
             TermValidationError: With ``template_id``: the values break the terms.
         """
-        contract_path = path_id(contract_id, "contract_id")
+        number = parse_id(contract_id, "contract_id")
         fields: builtins.list[dict[str, Any]]
         if template_id is not None:
-            terms = await self._client._term_set(int(path_id(template_id, "template_id")))
+            terms = await self._client._term_set(parse_id(template_id, "template_id"))
             fields = terms.build_fields(values, require_all=require_all)
         else:
             fields = unchecked_fields(values)
-        contract = await self._client._patch(
-            f"/contracts/{contract_path}", Contract, {"fields": fields}
-        )
-        return (
-            contract if contract.id is not None else attrs.evolve(contract, id=int(contract_path))
-        )
+        contract = await self._client._patch(f"/contracts/{number}", Contract, {"fields": fields})
+        return contract if contract.id is not None else attrs.evolve(contract, id=number)
 
     async def delete(self, contract_id: Id, /) -> None:
         """Delete a contract."""

@@ -7,9 +7,10 @@ import urllib.parse
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from contractsdk._ids import parse_id
 from contractsdk.identity import IdentityFieldSet, check_roles, check_side
 from contractsdk.models import IdentityField, Role, Side
-from contractsdk.resources._base import Id, Resource, path_id
+from contractsdk.resources._base import Id, Resource
 
 if TYPE_CHECKING:
     from contractsdk._client import ContractClient
@@ -54,7 +55,7 @@ class IdentityFields(Resource):
         Raises:
             ConfigurationError: An unknown role or side, or a bad id (nothing is sent).
         """
-        template = int(path_id(template_id, "template_id"))
+        template = parse_id(template_id, "template_id")
         checked_roles, checked_side = check_roles(roles), check_side(side)
         key = (template, frozenset(checked_roles), checked_side)
         future = self._sets.get(key)
