@@ -3,6 +3,10 @@
 Each module has ``run(argv) -> None`` (or ``run()``). The leading arguments that are not
 options pick modules by name (``ratelimit`` runs ``bench_ratelimit.py``); the rest are
 passed to each module's ``run``. With no name, every module runs.
+
+``--chart DIR`` (anywhere; the last one wins) goes only to the modules that draw charts,
+those that set ``CHARTS = True``: ``nox -s bench`` passes ``--chart docs/images``, and a
+module without charts never sees an option it does not know.
 """
 
 from __future__ import annotations
@@ -26,8 +30,24 @@ def discover() -> list[str]:
     )
 
 
+def split_chart(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``argv`` without any ``--chart DIR``, and the last of them as options (or [])."""
+    rest: list[str] = []
+    chart: list[str] = []
+    args = iter(argv)
+    for arg in args:
+        if arg == "--chart":
+            chart = [arg, next(args, "")]
+        elif arg.startswith("--chart="):
+            chart = [arg]
+        else:
+            rest.append(arg)
+    return rest, chart
+
+
 def main(argv: list[str]) -> int:
     """Run the selected benchmarks; return the exit status."""
+    argv, chart = split_chart(argv)
     names = []
     while argv and not argv[0].startswith("-"):
         names.append(argv.pop(0).removeprefix(PREFIX).removesuffix(".py"))
@@ -45,7 +65,7 @@ def main(argv: list[str]) -> int:
         module = importlib.import_module(f"benchmarks.{PREFIX}{name}")
         run = module.run
         if inspect.signature(run).parameters:
-            run(list(argv))
+            run(list(argv) + (chart if getattr(module, "CHARTS", False) else []))
         else:
             run()
     return 0

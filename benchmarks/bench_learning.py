@@ -27,7 +27,9 @@ right ≥ 0.97 R and ≤ 0.5 %, told wrong ≥ 0.90 R and ≤ 2 %. Under the tab
 successes per second and the client's own write rate, every 0.5 s from the start.
 
 Figures are printed, never asserted: the machine is shared and noisy. ``--quick`` runs a
-subset in about a minute; ``--plot PATH`` draws the rates over time (needs matplotlib).
+subset in about a minute; ``--plot PATH`` draws the rates over time and ``--chart DIR``
+writes ``learning-scenarios.png`` there, each scenario's ÷R and 429 share as bars (both need
+matplotlib; ``nox -s bench`` installs it and writes the charts into docs/images/).
 
 Run ``python -m benchmarks learning --help`` for the options.
 """
@@ -35,13 +37,13 @@ Run ``python -m benchmarks learning --help`` for the options.
 from __future__ import annotations
 
 import argparse
-import importlib
 import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
 
+from benchmarks._charts import Bar, command_line, pyplot, run_note, scenario_bars
 from benchmarks._harness import Server, environment_line, table
 from benchmarks._procs import (
     SAMPLE,
@@ -86,6 +88,8 @@ TARGETS = {
     "idle, told wrong": (0.90, 0.02),
 }
 IDLE = 2.0
+#: ``python -m benchmarks --chart DIR`` passes ``--chart`` on to this module.
+CHARTS = True
 
 
 @dataclass(frozen=True)
@@ -258,10 +262,8 @@ class _Servers:
 
 
 def _plot(path: str, outcomes: Sequence[Outcome]) -> None:
-    try:  # optional, and untyped: imported by name
-        importlib.import_module("matplotlib").use("Agg")
-        plt: Any = importlib.import_module("matplotlib.pyplot")
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         print(f"matplotlib is not installed: no chart written to {path}")
         return
     figure, axes = plt.subplots(figsize=(11, 6))
@@ -275,6 +277,26 @@ def _plot(path: str, outcomes: Sequence[Outcome]) -> None:
     axes.legend(fontsize="x-small", ncol=2)
     figure.savefig(path, dpi=120)
     print(f"chart written to {path}")
+
+
+def _bar(outcome: Outcome) -> Bar:
+    case = outcome.case
+    if len(case.phases) > 1:
+        group, label = "idle, then busy (told)", f"{case.name} · {_server_name(case)}"
+    else:
+        told = "told: RateLimits(write=R, burst=B)"
+        group = "learnt: RateLimits()" if case.told is None else told
+        label = _server_name(case)
+    share = outcome.share_429 if outcome.second_429 is None else outcome.second_429
+    return Bar(label, group, outcome.whole, outcome.steady, share)
+
+
+def _chart(folder: Path, outcomes: Sequence[Outcome], argv: Sequence[str]) -> None:
+    caption = (
+        f"One run of `{command_line('learning', argv)}` ({run_note()}).\n"
+        "Idle-then-busy: the hatched bar and the 429 share are the second busy phase's."
+    )
+    scenario_bars(folder / "learning-scenarios.png", [_bar(o) for o in outcomes], caption)
 
 
 def _kinds(text: str) -> list[str]:
@@ -302,6 +324,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--busy", type=float, help="seconds per busy phase of idle-then-busy")
     parser.add_argument("--concurrency", type=int, default=32, help="the client's tasks")
     parser.add_argument("--plot", metavar="PATH", help="write a PNG of the rates over time")
+    parser.add_argument(
+        "--chart",
+        metavar="DIR",
+        type=Path,
+        help="write learning-scenarios.png (÷R and 429 share per scenario) into DIR",
+    )
     return parser
 
 
@@ -372,5 +400,7 @@ def run(argv: Sequence[str] = ()) -> None:
         print(f"    {outcome.result.cpu_note()}" + (f"; errors: {failed}" if failed else ""))
     if args.plot:
         _plot(args.plot, outcomes)
+    if args.chart is not None and outcomes:
+        _chart(args.chart, outcomes, argv)
     print()
     print(f"ran in {time.perf_counter() - started:.0f} s")

@@ -24,7 +24,9 @@ summed success rate per 0.5 s (requests/s), to see the start, the oscillations a
 
 Every row starts from a reset server and an empty Redis. Figures are printed, never
 asserted: the machine is shared and noisy, and K processes may outnumber its cores (the
-CPU line says how busy clients and server were).
+CPU line says how busy clients and server were). ``--chart DIR`` writes
+``shared-rates.png`` there: each row's summed successes/s ÷ R over time, one panel per
+server and K (needs matplotlib; ``nox -s bench`` installs it and writes into docs/images/).
 
 Run ``python -m benchmarks shared --help`` for the options.
 """
@@ -38,7 +40,9 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from importlib.metadata import version
+from pathlib import Path
 
+from benchmarks._charts import Line, Panel, command_line, rates_over_time, run_note
 from benchmarks._harness import Server, environment_line, table
 from benchmarks._procs import (
     Measured,
@@ -87,6 +91,8 @@ ROWS = (
     ),
     Row("d", "aiolimiter R/K per process + tenacity", "aiolimiter", told=True, redis=False),
 )
+#: ``python -m benchmarks --chart DIR`` passes ``--chart`` on to this module.
+CHARTS = True
 
 
 def _specs(
@@ -156,7 +162,9 @@ def _servers(
 
 def _run_server(
     name: str, server: Server, redis: RedisServer | None, args: argparse.Namespace
-) -> None:
+) -> list[Panel]:
+    """Run and print every row against one server; return the chart's panels (one per K)."""
+    panels: dict[int, list[Line]] = {}
     lines: list[list[str]] = []
     notes: list[str] = []
     series: list[str] = []
@@ -179,6 +187,8 @@ def _run_server(
                 f"{result.cpu_note()}" + (f"; errors: {errors}" if errors else "")
             )
             series.append(f"{label}: {rate_line(result.fleet.series())}")
+            legend = f"{row.key}. {row.name}\n    {lines[-1][2]} R, {result.share_429:.1%} 429s"
+            panels.setdefault(k, []).append(Line(legend, result.fleet.series()))
     print()
     print(f"Server: {name}")
     print()
@@ -194,6 +204,7 @@ def _run_server(
     print()
     print("Summed successes per second, every 0.5 s from the common start:")
     print("\n".join(f"  {line}" for line in series))
+    return [Panel(f"{name}, K = {k} processes", args.rate, rows) for k, rows in panels.items()]
 
 
 def _processes(text: str) -> list[int]:
@@ -211,6 +222,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--concurrency", type=int, default=32, help="tasks in all processes")
     parser.add_argument("--server", choices=("token-bucket", "nginx", "all"), default="all")
     parser.add_argument("--rows", default="abcd", help="which rows, e.g. bc")
+    parser.add_argument(
+        "--chart",
+        metavar="DIR",
+        type=Path,
+        help="write shared-rates.png (successes/s ÷ R over time, per row) into DIR",
+    )
     return parser
 
 
@@ -274,12 +291,21 @@ def run(argv: Sequence[str] = ()) -> None:
         redis = stack.enter_context(RedisServer()) if redis_binary() else None
         if redis is None:
             print("redis-server is not installed: the Redis rows are skipped.")
+        panels: list[Panel] = []
         for name, server in _servers(args):
             with server as running:
-                _run_server(name, running, redis, args)
+                panels += _run_server(name, running, redis, args)
         if redis is not None:
             redis.flushall()
             print()
             asyncio.run(_round_trip(redis.url))
+    if args.chart is not None and panels:
+        caption = (
+            f"One run of `{command_line('shared', argv)}` ({run_note()}).\n"
+            f"Every process's successes summed per 0.5 s, ÷ R (R = {args.rate:g}/s, "
+            f"B = {args.burst}); in the legend, each row's succ/s ÷ R and 429 share."
+        )
+        print()
+        rates_over_time(args.chart / "shared-rates.png", panels, caption)
     print()
     print(f"ran in {time.perf_counter() - started:.0f} s")

@@ -11,6 +11,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
     "sphinx.ext.intersphinx",
+    "sphinx.ext.graphviz",
 ]
 source_suffix = {".md": "markdown"}
 myst_enable_extensions = ["colon_fence", "deflist"]
@@ -27,6 +28,17 @@ napoleon_numpy_docstring = False
 # intersphinx inventories are fetched; references to the standard library stay plain text.
 intersphinx_mapping: dict[str, tuple[str, None]] = {}
 nitpicky = False
+
+# Diagrams (the bulk journal's states, the send path) are graphviz sources in the pages,
+# rendered at build time by the `dot` binary (Debian's graphviz package; .ci/run installs
+# it). SVG stays sharp at any zoom and its text can be searched and copied.
+graphviz_output_format = "svg"
+graphviz_dot_args = [
+    "-Gfontname=DejaVu Sans,Helvetica,Arial,sans-serif",
+    "-Nfontname=DejaVu Sans,Helvetica,Arial,sans-serif",
+    "-Efontname=DejaVu Sans,Helvetica,Arial,sans-serif",
+    "-Gbgcolor=white",  # readable in the dark theme too
+]
 
 html_theme = "furo"
 html_title = "contractsdk"
