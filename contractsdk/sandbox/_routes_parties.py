@@ -376,9 +376,14 @@ class PartyRoutes:
         problems: list[str] = []
         raw_roles = _given(body, "roles", problems)
         roles = None if raw_roles is None else check_roles(raw_roles, "roles", problems)
-        if roles is not None and collaborator.company is not None:
+        if roles is not None:
+            # UpdateFieldsCollaboratorDTO's role enum lacks party_with_signatory, as does
+            # CompanyFieldsDTO's (endpoints.md §2, enum notes): Jackson would refuse it.
             problems.extend(
-                f'roles: a company party cannot be "{r}"' for r in roles if r not in COMPANY_ROLES
+                f'roles: "{r}" is not a role this update takes; expected one of '
+                + ", ".join(COMPANY_ROLES)
+                for r in roles
+                if r not in COMPANY_ROLES
             )
         _check(problems, "Invalid roles")
         assert roles is not None

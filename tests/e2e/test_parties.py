@@ -1,0 +1,689 @@
+"""Parties, identity fields, signing, users and companies: the SDK against the emulator.
+
+Every endpoint of the contract lifecycle (endpoints.md §1 #1, #3, #16 ``source_contract``,
+#23, #25–#33) over real loopback HTTP: the SDK's models, checks and typed errors on one
+side, the emulator's rules on the other, sharing no code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import zlib
+from typing import Any
+
+import pytest
+
+from contractsdk import (
+    APIError,
+    BadRequestError,
+    Collaborator,
+    CompanyCreated,
+    ConfigurationError,
+    ConflictError,
+    ContractClient,
+    IdentityFieldSet,
+    IdentityValidationError,
+    NotFoundError,
+    Party,
+    PermissionDeniedError,
+    RateLimitError,
+    RateLimits,
+    Retries,
+    Role,
+    Side,
+)
+from contractsdk.resources.collaborators import MAX_SIGNATURE_BYTES, multipart_file
+from contractsdk.sandbox import SandboxServer
+
+pytestmark = pytest.mark.e2e
+
+TENANCY = "Assured Shorthold Tenancy Agreement"
+NDA = "Non-Disclosure Agreement"
+TENANT_OR_GUARANTOR = "Are you a Tenant or Guarantor?"
+TENANT_NAME = "Please specify the name of the Tenant"
+CREATE_COLLABORATOR = "POST /v1/contracts/{contractId}/collaborators"
+CREATE_CONTRACT = "POST /v1/teams/{teamId}/contracts"
+
+
+def png(width: int = 2, height: int = 1, padding: int = 0) -> bytes:
+    """A valid RGB PNG, made here; ``padding`` bytes of an ancillary chunk make it larger."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(data))
+            + kind
+            + data
+            + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+        )
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    rows = b"".join(b"\x00" + b"\x10\x20\x30" * width for _ in range(height))
+    extra = chunk(b"tEXt", b"Comment\x00" + b"x" * padding) if padding else b""
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + extra
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+def png_of_size(size: int) -> bytes:
+    """A valid PNG of exactly ``size`` bytes."""
+    base = len(png(padding=1)) - 1
+    image = png(padding=size - base)
+    assert len(image) == size
+    return image
+
+
+SIGNATURE = png()
+
+
+async def template_of(client: ContractClient, team_id: int, kind_name: str) -> int:
+    """The newest template version of a contract type available in a team."""
+    kinds = await client.contract_types.list(team_id)
+    kind = next(k for k in kinds if k.name == kind_name)
+    template = await client.templates.latest(team_id, kind.id)
+    assert template.id is not None
+    return template.id
+
+
+def counters(server: SandboxServer) -> dict[str, Any]:
+    return server.counters()
+
+
+def route_count(server: SandboxServer, route: str) -> int:
+    by_route = counters(server)["by_route"]
+    assert isinstance(by_route, dict)
+    count = by_route.get(route, 0)
+    assert isinstance(count, int)
+    return count
+
+
+async def sign_once_before(client: ContractClient, server: SandboxServer, user_id: int) -> None:
+    """Make ``user_id`` a user who has signed before (an NDA, signed with an upload)."""
+    owner = server.users[0]
+    template = await template_of(client, owner.personal_team_id, NDA)
+    nda = await client.contracts.create(
+        owner.personal_team_id, template_id=template, created_by=owner.id, values={}
+    )
+    assert nda.id is not None
+    party = await client.collaborators.create(
+        nda.id, user_id=user_id, inviter_id=owner.id, roles=Role.PARTY, side=Side.SECOND
+    )
+    assert party.id is not None
+    assert (await client.collaborators.sign(party.id, signature=SIGNATURE)).signed is True
+
+
+# --- the service's example flow ------------------------------------------------------------
+
+
+async def test_tenancy_flow(sandbox_server: SandboxServer, sandbox_client: ContractClient) -> None:
+    """Contract → identity fields → both parties → fields → both sign → completed → PDF."""
+    client = sandbox_client
+    landlord, tenant = sandbox_server.users[0], sandbox_server.users[1]
+    team = landlord.personal_team_id
+    await sign_once_before(client, sandbox_server, tenant.id)
+
+    template = await template_of(client, team, TENANCY)
+    contract = await client.contracts.create(
+        team, template_id=template, created_by=landlord.id, values={"contract_name": "Flat 3"}
+    )
+    assert contract.id is not None
+
+    # The identity fields: landlord on the first side, tenant on the second.
+    landlord_fields = await client.identity_fields.list(template, roles=Role.PARTY, side="first")
+    tenant_fields = await client.identity_fields.list(
+        template, roles=[Role.PARTY], side=Side.SECOND
+    )
+    assert isinstance(landlord_fields, IdentityFieldSet)
+    assert [f.label for f in landlord_fields] == ["First Name", "Last Name", "Email", "Address"]
+    assert [f.label for f in tenant_fields] == [
+        "First Name",
+        "Last Name",
+        "Email",
+        "Current address",
+        "Mobile",
+        TENANT_OR_GUARANTOR,
+    ]
+    email = landlord_fields.find("Email")
+    assert email is not None and email.validation_type == "EMAIL"
+    choice = tenant_fields.find(TENANT_OR_GUARANTOR)
+    assert choice is not None
+    assert [o.name for o in choice.options] == ["tenant", "guarantor", "other"]
+    nested = tenant_fields.find(TENANT_NAME)
+    assert nested is not None and nested.required is True and nested.parent_option == "guarantor"
+    ids = {f.label: f.id for f in list(landlord_fields) + list(tenant_fields)}
+    assert all(isinstance(i, int) for i in ids.values())
+
+    # Both parties, their values checked against the template before sending.
+    landlord_party = await client.collaborators.create(
+        contract.id,
+        user_id=landlord.id,
+        inviter_id=landlord.id,
+        roles=Role.PARTY,
+        side=Side.FIRST,
+        template_id=template,
+        values={
+            "First Name": landlord.first_name,
+            "Last Name": landlord.last_name,
+            "Email": landlord.email,
+            "Address": "1 Analytical Row, London",
+        },
+    )
+    tenant_party = await client.collaborators.create(
+        contract.id,
+        user_id=tenant.id,
+        inviter_id=landlord.id,
+        roles=[Role.PARTY],
+        side="second",
+        template_id=template,
+        values={
+            "Current address": "2 Compiler Lane, Arlington",
+            TENANT_OR_GUARANTOR: "guarantor",
+            TENANT_NAME: "Alan Turing",
+        },
+    )
+    assert landlord_party.id is not None and tenant_party.id is not None
+    assert landlord_party.contract_id == contract.id and tenant_party.side == "second"
+
+    listed = await client.collaborators.list(contract.id)
+    assert [c.id for c in listed] == [landlord_party.id, tenant_party.id]
+    stored = await client.collaborators.get(tenant_party.id)
+    assert (stored.user_id, stored.contract_id, stored.roles) == (
+        tenant.id,
+        contract.id,
+        ("party",),
+    )
+    assert stored.name == f"{tenant.first_name} {tenant.last_name}"
+    assert stored.email == tenant.email
+    assert stored.signed is False
+    assert choice.id is not None and nested.id is not None
+    assert stored.values[choice.id] == "guarantor"
+    assert stored.values[nested.id] == "Alan Turing"
+    first_name = tenant_fields.find("First Name")
+    assert first_name is not None and first_name.id is not None
+    assert stored.values[first_name.id] == tenant.first_name  # prefilled by the service
+
+    # Fill and change fields: flat ids as strings; a changed option drops its nested answer.
+    mobile = tenant_fields.find("Mobile")
+    assert mobile is not None and mobile.id is not None
+    changed = await client.collaborators.update_fields(
+        tenant_party.id,
+        values=tenant_fields.validate({"Mobile": "07700 900123", TENANT_OR_GUARANTOR: "tenant"}),
+    )
+    assert changed.id == tenant_party.id
+    assert changed.values[mobile.id] == "07700 900123"
+    assert changed.values[choice.id] == "tenant"
+    assert nested.id not in changed.values
+    address = landlord_fields.find("Address")
+    assert address is not None and address.id is not None
+    moved = await client.collaborators.update_fields(
+        landlord_party.id, values={address.id: "3 Difference Engine Street"}
+    )
+    assert moved.values[address.id] == "3 Difference Engine Street"
+
+    # Sign: the landlord with an image, the tenant with the signature saved before.
+    signed = await client.collaborators.sign(landlord_party.id, signature=SIGNATURE)
+    assert signed.signed is True
+    assert (await client.contracts.get(contract.id)).completed_date is None
+    signed = await client.collaborators.sign_with_saved_signature(tenant_party.id)
+    assert signed.signed is True
+    done = await client.contracts.get(contract.id)
+    assert done.completed_date is not None
+
+    pdf = await client.contracts.download_pdf(contract.id)
+    assert pdf.startswith(b"%PDF-")
+    for person in (landlord, tenant):
+        assert f"{person.first_name} {person.last_name}".encode() in pdf
+    assert pdf.count(b"signed 20") == 2  # both signed, with the time
+
+
+# --- one call, checked first ---------------------------------------------------------------
+
+
+async def test_create_contract_with_parties(
+    sandbox_server: SandboxServer, sandbox_client: ContractClient
+) -> None:
+    """The contract and both parties in one call; the emulator holds what the SDK returned."""
+    landlord, tenant = sandbox_server.users[0], sandbox_server.users[2]
+    kinds = await sandbox_client.contract_types.list(landlord.personal_team_id)
+    kind = next(k for k in kinds if k.name == TENANCY)
+    made = await sandbox_client.create_contract_with_parties(
+        user_id=landlord.id,
+        contract_type_id=kind.id,
+        values={"contract_name": "Flat 4"},
+        parties=[
+            Party(
+                user_id=landlord.id,
+                roles=Role.PARTY,
+                side=Side.FIRST,
+                values={"Address": "1 Analytical Row"},
+            ),
+            Party(
+                user_id=tenant.id,
+                roles=(Role.PARTY,),
+                side=Side.SECOND,
+                values={
+                    "current address": "Bletchley Park",  # a label, case folded
+                    TENANT_OR_GUARANTOR: "tenant",
+                    "Mobile": "07700 900456",
+                },
+            ),
+        ],
+    )
+    assert made.contract.id is not None
+    assert (await sandbox_client.contracts.get(made.contract.id)).name == "Flat 4"
+    listed = await sandbox_client.collaborators.list(made.contract.id)
+    assert [c.id for c in listed] == [c.id for c in made.collaborators]
+    assert [(c.user_id, c.side) for c in listed] == [(landlord.id, "first"), (tenant.id, "second")]
+    for sent, stored in zip(made.collaborators, listed, strict=True):
+        assert sent.values.items() <= stored.values.items()  # what was sent is stored
+    assert counters(sandbox_server)["contracts_created"] == 1
+
+
+async def test_create_contract_with_parties_validates_before_sending(
+    sandbox_server: SandboxServer, sandbox_client: ContractClient
+) -> None:
+    """An invalid party value: IdentityValidationError, and the emulator saw no write."""
+    landlord, tenant = sandbox_server.users[0], sandbox_server.users[2]
+    kinds = await sandbox_client.contract_types.list(landlord.personal_team_id)
+    kind = next(k for k in kinds if k.name == TENANCY)
+    before = counters(sandbox_server)
+    with pytest.raises(IdentityValidationError) as caught:
+        await sandbox_client.create_contract_with_parties(
+            user_id=landlord.id,
+            contract_type_id=kind.id,
+            values={"contract_name": "Never made"},
+            parties=[
+                Party(user_id=landlord.id, roles=Role.PARTY, side=Side.FIRST, values={}),
+                Party(
+                    user_id=tenant.id,
+                    roles=Role.PARTY,
+                    side=Side.SECOND,
+                    values={"Email": "not an email", TENANT_OR_GUARANTOR: "guarantor"},
+                ),
+            ],
+        )
+    problems = caught.value.problems
+    assert {(p.party, p.kind) for p in problems} == {(1, "invalid"), (1, "missing")}
+    assert any(p.field == TENANT_NAME for p in problems)  # the required nested field
+    after = counters(sandbox_server)
+    assert after["contracts_created"] == before["contracts_created"] == 0
+    assert sandbox_server.state.contracts == {} and sandbox_server.state.collaborators == {}
+    assert {r for r in after["by_route"] if not r.startswith("GET ")} == set()
+
+
+# --- users ---------------------------------------------------------------------------------
+
+
+async def test_users_create_and_list(
+    sandbox_server: SandboxServer, sandbox_client: ContractClient
+) -> None:
+    """201 with the docs' body, then listed and readable; a taken email is a ConflictError."""
+    user = await sandbox_client.users.create(
+        email="ada.byron@example.org", first_name="Ada", last_name="Byron"
+    )
+    assert isinstance(user.id, int)
+    assert (user.email, user.first_name, user.last_name) == (
+        "ada.byron@example.org",
+        "Ada",
+        "Byron",
+    )
+    # The body the docs show: {"_links": {"self": {"href"}}, "user_id", "email"}.
+    assert user.raw["user_id"] == user.id
+    assert user.raw["email"] == "ada.byron@example.org"
+    assert user.raw["_links"]["self"]["href"].endswith(f"/v1/users/{user.id}")
+    assert [link.href for link in user.links] == [user.raw["_links"]["self"]["href"]]
+    assert sandbox_client.stats.responses.get(201) == 1
+
+    listed = await sandbox_client.users.list()
+    assert user.id in {u.id for u in listed}
+    assert len(listed) == len(sandbox_server.users) + 1
+    fetched = await sandbox_client.users.get(user.id)
+    assert (fetched.email, fetched.full_name) == ("ada.byron@example.org", "Ada Byron")
+    teams = await sandbox_client.teams.list(user.id)
+    assert [t.name for t in teams] == ["Personal Team"]
+
+    with pytest.raises(ConflictError) as caught:
+        await sandbox_client.users.create(
+            email="ada.byron@example.org", first_name="Another", last_name="Ada"
+        )
+    assert caught.value.status_code == 409
+    assert len(await sandbox_client.users.list()) == len(listed)
+
+
+# --- copying a contract --------------------------------------------------------------------
+
+
+async def test_source_contract_copies_the_values(
+    sandbox_server: SandboxServer, sandbox_client: ContractClient
+) -> None:
+    """contracts.create(source_contract=) copies the source's values; given ones still apply."""
+    user = sandbox_server.users[0]
+    team = user.personal_team_id
+    template = await template_of(sandbox_client, team, TENANCY)
+    values = {
+        "contract_name": "Original",
+        "contract_rentFrequency": "month",
+        "contract_breakClause": "breakClauseYes",
+        "contract_breakClauseStart": "6 months",
+    }
+    source = await sandbox_client.contracts.create(
+        team, template_id=template, created_by=user.id, values=values
+    )
+    assert source.id is not None
+    copy = await sandbox_client.contracts.create(
+        team,
+        template_id=template,
+        created_by=user.id,
+        values={"contract_name": "Copy"},
+        source_contract=source.id,
+    )
+    assert copy.id is not None and copy.id != source.id
+    stored = await sandbox_client.contracts.get(copy.id)
+    assert stored.values == {**values, "contract_name": "Copy"}
+    assert (await sandbox_client.contracts.get(source.id)).values == values
+
+    with pytest.raises(NotFoundError):
+        await sandbox_client.contracts.create(
+            team, template_id=template, created_by=user.id, values={}, source_contract=9_999_999
+        )
+
+
+# --- roles, removal, companies -------------------------------------------------------------
+
+
+async def test_roles_delete_and_companies(
+    sandbox_server: SandboxServer, sandbox_client: ContractClient
+) -> None:
+    """update_roles, DELETE (204; 409 once signed), and a company party in the list."""
+    client = sandbox_client
+    owner, other, third = sandbox_server.users[0], sandbox_server.users[1], sandbox_server.users[2]
+    team = owner.personal_team_id
+    template = await template_of(client, team, NDA)
+    contract = await client.contracts.create(
+        team, template_id=template, created_by=owner.id, values={}
+    )
+    assert contract.id is not None
+    signer = await client.collaborators.create(
+        contract.id, user_id=owner.id, inviter_id=owner.id, roles=Role.PARTY, side=Side.FIRST
+    )
+    helper = await client.collaborators.create(
+        contract.id, user_id=other.id, inviter_id=owner.id, roles=Role.PARTY, side=Side.SECOND
+    )
+    assert signer.id is not None and helper.id is not None
+
+    updated = await client.collaborators.update_roles(
+        helper.id, roles=[Role.COLLABORATOR, Role.WITNESS]
+    )
+    assert updated.roles == ("collaborator", "witness")
+    assert (await client.collaborators.get(helper.id)).roles == ("collaborator", "witness")
+
+    # Refused before sending: more than two roles, or two without "collaborator".
+    patches = route_count(sandbox_server, "PATCH /v1/collaborators/{collaboratorId}/roles")
+    with pytest.raises(ConfigurationError, match="at most two roles"):
+        await client.collaborators.update_roles(
+            helper.id, roles=[Role.COLLABORATOR, Role.PARTY, Role.WITNESS]
+        )
+    with pytest.raises(ConfigurationError, match="at most two roles"):
+        await client.collaborators.update_roles(helper.id, roles=["party", "signatory"])
+    with pytest.raises(ConfigurationError, match="not a role here"):  # not in the DTO's enum
+        await client.collaborators.update_roles(helper.id, roles=Role.PARTY_WITH_SIGNATORY)
+    assert route_count(sandbox_server, "PATCH /v1/collaborators/{collaboratorId}/roles") == patches
+    # Sent anyway, the emulator refuses them too (they share no code).
+    for roles, message in (
+        (["collaborator", "party", "witness"], "at most 2 roles"),
+        (["party", "signatory"], "two roles must be"),
+        (["party_with_signatory"], "not a role this update takes"),
+    ):
+        with pytest.raises(BadRequestError, match=message):
+            await client._send_json("PATCH", f"/collaborators/{helper.id}/roles", {"roles": roles})
+    assert (await client.collaborators.get(helper.id)).roles == ("collaborator", "witness")
+
+    # Removal: 204 and gone.
+    await client.collaborators.delete(helper.id)
+    assert sandbox_client.stats.responses.get(204) == 1
+    with pytest.raises(NotFoundError):
+        await client.collaborators.get(helper.id)
+
+    company = await client.companies.create(
+        contract.id,
+        company_name="Analytical Engines Ltd",
+        company_number="01234567",
+        role=Role.PARTY,
+        side=Side.SECOND,
+        created_by=owner.id,
+        registered_office_address={"address_line_1": "1 Analytical Row", "country": "UK"},
+        signatory_related_company=signer.id,
+    )
+    assert isinstance(company, CompanyCreated)
+    assert (company.company_name, company.contract_id) == ("Analytical Engines Ltd", contract.id)
+    assert company.contract_collaborator_id is not None
+    listed = {c.id: c for c in await client.collaborators.list(contract.id)}
+    assert set(listed) == {signer.id, company.contract_collaborator_id}
+    as_party = listed[company.contract_collaborator_id]
+    assert (as_party.name, as_party.user_id, as_party.side) == (
+        "Analytical Engines Ltd",
+        None,
+        "second",
+    )
+    with pytest.raises(ConfigurationError):  # the company DTO's roles lack it
+        await client.companies.create(
+            contract.id,
+            company_name="Nope Ltd",
+            role=Role.PARTY_WITH_SIGNATORY,
+            side=Side.FIRST,
+            created_by=owner.id,
+        )
+
+    # Once signed, a collaborator cannot be removed.
+    late = await client.collaborators.create(
+        contract.id, user_id=third.id, inviter_id=owner.id, roles=Role.SIGNATORY, side=Side.FIRST
+    )
+    assert late.id is not None
+    await client.collaborators.sign(late.id, signature=SIGNATURE)
+    with pytest.raises(ConflictError) as caught:
+        await client.collaborators.delete(late.id)
+    assert caught.value.status_code == 409
+    assert (await client.collaborators.get(late.id)).signed is True
+
+
+# --- errors --------------------------------------------------------------------------------
+
+
+async def test_errors_are_typed(
+    sandbox_server: SandboxServer, sandbox_client: ContractClient
+) -> None:
+    """404, 403, 409 and 400 from the emulator become the SDK's typed errors."""
+    client = sandbox_client
+    owner, stranger = sandbox_server.users[0], sandbox_server.users[3]
+    team = owner.personal_team_id
+    template = await template_of(client, team, NDA)
+    contract = await client.contracts.create(
+        team, template_id=template, created_by=owner.id, values={}
+    )
+    assert contract.id is not None
+
+    for call in (
+        client.collaborators.get(9_999_999),
+        client.collaborators.list(9_999_999),
+        client.collaborators.delete(9_999_999),
+        client.collaborators.sign_with_saved_signature(9_999_999),
+        client.identity_fields.list(9_999_999, roles=Role.PARTY, side=Side.FIRST),
+        client.companies.create(
+            9_999_999, company_name="X Ltd", role="party", side="first", created_by=owner.id
+        ),
+        client.collaborators.create(
+            contract.id, user_id=9_999_999, inviter_id=owner.id, roles="party", side="first"
+        ),
+    ):
+        with pytest.raises(NotFoundError) as not_found:
+            await call
+        assert not_found.value.status_code == 404 and not_found.value.service_message
+
+    with pytest.raises(PermissionDeniedError) as denied:  # the inviter is not in the team
+        await client.collaborators.create(
+            contract.id, user_id=owner.id, inviter_id=stranger.id, roles="party", side="first"
+        )
+    assert denied.value.status_code == 403
+    watcher = await client.collaborators.create(
+        contract.id, user_id=stranger.id, inviter_id=owner.id, roles="collaborator", side="second"
+    )
+    assert watcher.id is not None
+    with pytest.raises(PermissionDeniedError):  # a bare collaborator does not sign
+        await client.collaborators.sign(watcher.id, signature=SIGNATURE)
+
+    signer = await client.collaborators.create(
+        contract.id, user_id=owner.id, inviter_id=owner.id, roles="party", side="first"
+    )
+    assert signer.id is not None
+    with pytest.raises(ConflictError):  # the same user twice on a contract
+        await client.collaborators.create(
+            contract.id, user_id=owner.id, inviter_id=owner.id, roles="signatory", side="first"
+        )
+    with pytest.raises(ConflictError, match="no saved signature"):
+        await client.collaborators.sign_with_saved_signature(signer.id)
+    fields = await client.identity_fields.list(template, roles="party", side="first")
+    email = fields.find("Email")
+    assert email is not None and email.id is not None
+    with pytest.raises(BadRequestError, match="not a valid email"):  # update_fields is unchecked
+        await client.collaborators.update_fields(signer.id, values={email.id: "nobody"})
+    await client.collaborators.sign(signer.id, signature=SIGNATURE)
+    with pytest.raises(ConflictError, match="already signed"):
+        await client.collaborators.sign(signer.id, signature=SIGNATURE)
+
+
+async def test_signature_limits_agree(
+    sandbox_server: SandboxServer, sandbox_client: ContractClient
+) -> None:
+    """The SDK and the emulator take the same images: PNG/JPEG of at most 512 KiB.
+
+    What the SDK refuses it refuses before sending; sent anyway (bypassing its check), the
+    emulator answers 413 or 415, an APIError with that status.
+    """
+    client = sandbox_client
+    owner = sandbox_server.users[0]
+    team = owner.personal_team_id
+    template = await template_of(client, team, NDA)
+    contract = await client.contracts.create(
+        team, template_id=template, created_by=owner.id, values={}
+    )
+    assert contract.id is not None
+    party = await client.collaborators.create(
+        contract.id, user_id=owner.id, inviter_id=owner.id, roles="party", side="first"
+    )
+    assert party.id is not None
+    path = f"/collaborators/{party.id}/signature"
+    route = "PATCH /v1/collaborators/{collaboratorId}/signature"
+
+    too_large = png_of_size(MAX_SIGNATURE_BYTES + 1)
+    gif = b"GIF89a" + b"\x00" * 64
+    for image in (too_large, gif):
+        with pytest.raises(ConfigurationError):
+            await client.collaborators.sign(party.id, signature=image)
+    assert route_count(sandbox_server, route) == 0
+
+    for image, status in ((too_large, 413), (gif, 415)):
+        body, content_type = multipart_file("file", "signature.png", "image/png", image)
+        with pytest.raises(APIError) as caught:
+            await client._send_content("PATCH", path, body, content_type)
+        assert caught.value.status_code == status
+        assert type(caught.value) is APIError  # no narrower class for 413/415
+    assert (await client.collaborators.get(party.id)).signed is False
+
+    largest = png_of_size(MAX_SIGNATURE_BYTES)
+    assert (await client.collaborators.sign(party.id, signature=largest)).signed is True
+    assert sandbox_server.state.signatures[owner.id] == largest
+
+
+# --- rate limits and retries ---------------------------------------------------------------
+
+
+LIMITED = {"write_rate": 4.0, "burst": 2, "read_rate": None}
+
+
+@pytest.mark.parametrize(
+    ("sandbox_options", "paced"),
+    [
+        # No rate headers: the limiter learns the limit from 429s, which are retried away.
+        ({**LIMITED, "rate_headers": False}, False),
+        # Headers on: the client's limiter learns the limit and paces; retries are off.
+        ({**LIMITED, "rate_headers": True}, True),
+    ],
+    ids=["retried", "paced"],
+)
+async def test_burst_of_creates_meets_the_write_limit(
+    sandbox_server: SandboxServer, paced: bool
+) -> None:
+    """Over a small write limit, a burst of users and collaborators all succeed.
+
+    No 429 reaches the caller: either the SDK retries it and slows down (``retried``) or
+    its limiter, learning the limit from the emulator's headers, never provokes one
+    (``paced``, retries off). Each create happens once.
+    """
+    owner = sandbox_server.users[0]
+    async with ContractClient(
+        api_key=sandbox_server.api_key,
+        base_url=sandbox_server.url,
+        rate_limits=RateLimits(),  # the limit is unknown to the client
+        retries=None if paced else Retries(attempts=10, wait_initial=0.05, wait_max=1.0),
+    ) as client:
+        template = await template_of(client, owner.personal_team_id, NDA)
+        contract = await client.contracts.create(
+            owner.personal_team_id, template_id=template, created_by=owner.id, values={}
+        )
+        assert contract.id is not None
+        contract_id = contract.id
+        users = await asyncio.gather(
+            *(
+                client.users.create(
+                    email=f"burst{n}@example.org", first_name="Burst", last_name=f"No{n}"
+                )
+                for n in range(6)
+            )
+        )
+
+        async def add(user_id: int | None) -> Collaborator:
+            assert user_id is not None
+            return await client.collaborators.create(
+                contract_id, user_id=user_id, inviter_id=owner.id, roles="party", side="second"
+            )
+
+        added = await asyncio.gather(*(add(user.id) for user in users))
+        listed = await client.collaborators.list(contract_id)
+        stats = client.stats
+    assert {c.id for c in listed} == {c.id for c in added}
+    assert len(listed) == 6 and len({c.user_id for c in listed}) == 6
+    seen = counters(sandbox_server)
+    assert seen["by_status"].get("201") == 1 + 6 + 6
+    assert stats.responses.get(429, 0) == seen["rate_limited"]
+    if paced:
+        assert seen["rate_limited"] == 0
+        assert client.rate_limits is not None and client.rate_limits.write.server_limit == 4.0
+    else:
+        # Concurrent writes against a bucket of 2, before the limit was learnt: the
+        # emulator refused some, and every refusal was retried away by the SDK.
+        assert seen["rate_limited"] >= 1
+        assert stats.retries == seen["rate_limited"]
+
+
+@pytest.mark.parametrize("sandbox_options", [{"write_rate": 1.0, "burst": 1, "read_rate": None}])
+async def test_write_limit_without_retries_reaches_the_caller(
+    sandbox_server: SandboxServer,
+) -> None:
+    """The same limit with retries off: the second quick create is a RateLimitError."""
+    owner, other = sandbox_server.users[0], sandbox_server.users[1]
+    async with ContractClient(
+        api_key=sandbox_server.api_key, base_url=sandbox_server.url, rate_limits=None, retries=None
+    ) as client:
+        template = await template_of(client, owner.personal_team_id, NDA)  # reads: unlimited
+        contract = await client.contracts.create(
+            owner.personal_team_id, template_id=template, created_by=owner.id, values={}
+        )
+        assert contract.id is not None
+        with pytest.raises(RateLimitError):
+            await client.collaborators.create(
+                contract.id, user_id=other.id, inviter_id=owner.id, roles="party", side="first"
+            )
