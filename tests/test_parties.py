@@ -573,7 +573,7 @@ async def test_sign_from_a_path_and_retried(
     ids=["gif", "empty", "too-large", "int"],
 )
 async def test_sign_refuses_bad_images(api: ContractClient, routes: Routes, signature: Any) -> None:
-    """Not PNG/JPEG, empty, over 1 MiB, or not bytes: refused before sending."""
+    """Not PNG/JPEG, empty, over 512 KiB, or not bytes: refused before sending."""
     with pytest.raises(ConfigurationError):
         await api.collaborators.sign(901, signature=signature)
     assert routes.requests == []
@@ -582,7 +582,7 @@ async def test_sign_refuses_bad_images(api: ContractClient, routes: Routes, sign
 async def test_sign_refuses_a_missing_or_huge_file(
     api: ContractClient, routes: Routes, tmp_path: Path
 ) -> None:
-    """A path that cannot be read, or a file over 1 MiB, is refused before sending."""
+    """A path that cannot be read, or a file over 512 KiB, is refused before sending."""
     with pytest.raises(ConfigurationError, match="cannot read"):
         await api.collaborators.sign(901, signature=tmp_path / "absent.png")
     big = tmp_path / "big.png"
