@@ -39,11 +39,11 @@ from ._upload import parse_signature
 from ._wire import (
     ApiError,
     decode_json,
+    find,
     hal_self,
     is_int,
     json_response,
     json_type,
-    parse_id,
     read_body,
     read_object,
     utc_now,
@@ -128,25 +128,13 @@ class PartyRoutes:
     # --- lookups ---------------------------------------------------------------------------
 
     def _form(self, raw: str) -> IdentityForm:
-        template_id = parse_id(raw, "templateId")
-        form = self._catalog.identity.get(template_id)
-        if form is None:
-            raise ApiError(404, f"Template with id {template_id} not found")
-        return form
+        return find(self._catalog.identity, raw, "templateId", "Template")
 
     def _contract(self, raw: str) -> Contract:
-        contract_id = parse_id(raw, "contractId")
-        contract = self._state.contracts.get(contract_id)
-        if contract is None:
-            raise ApiError(404, f"Contract with id {contract_id} not found")
-        return contract
+        return find(self._state.contracts, raw, "contractId", "Contract")
 
     def _collaborator(self, raw: str) -> Collaborator:
-        collaborator_id = parse_id(raw, "collaboratorId")
-        collaborator = self._state.collaborators.get(collaborator_id)
-        if collaborator is None:
-            raise ApiError(404, f"Collaborator with id {collaborator_id} not found")
-        return collaborator
+        return find(self._state.collaborators, raw, "collaboratorId", "Collaborator")
 
     def _user(self, user_id: int, what: str) -> User:
         user = self._state.users.get(user_id)

@@ -23,6 +23,7 @@ from ._routes_parties import collaborator_name, signs
 from ._store import Contract, Team, User
 from ._wire import (
     ApiError,
+    find,
     get_int,
     get_str,
     hal_self,
@@ -90,26 +91,14 @@ class ApiRoutes:
     # --- lookups ---------------------------------------------------------------------------
 
     def _user(self, raw: str) -> User:
-        user_id = parse_id(raw, "userId")
-        user = self._state.users.get(user_id)
-        if user is None:
-            # The documented message (service-api.md §7 Users); 404 is [INFERRED].
-            raise ApiError(404, f"User with id {user_id} not found")
-        return user
+        # The documented message (service-api.md §7 Users); 404 is [INFERRED].
+        return find(self._state.users, raw, "userId", "User")
 
     def _team(self, raw: str) -> Team:
-        team_id = parse_id(raw, "teamId")
-        team = self._state.teams.get(team_id)
-        if team is None:
-            raise ApiError(404, f"Team with id {team_id} not found")
-        return team
+        return find(self._state.teams, raw, "teamId", "Team")
 
     def _contract(self, raw: str) -> Contract:
-        contract_id = parse_id(raw, "contractId")
-        contract = self._state.contracts.get(contract_id)
-        if contract is None:
-            raise ApiError(404, f"Contract with id {contract_id} not found")
-        return contract
+        return find(self._state.contracts, raw, "contractId", "Contract")
 
     def _team_type(self, request: web.Request) -> tuple[Team, ContractType]:
         team = self._team(request.match_info["teamId"])

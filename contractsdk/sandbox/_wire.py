@@ -13,7 +13,7 @@ import sys
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from http import HTTPStatus
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, TypeVar
 
 from aiohttp import web
 
@@ -507,3 +507,23 @@ def require_str(body: Mapping[str, Any], key: str, *, max_length: int = 255) -> 
     if not value.strip():
         raise ApiError(400, f"{key} must not be blank")
     return value
+
+
+T = TypeVar("T")
+
+
+def find(table: Mapping[int, T], raw: str, name: str, noun: str) -> T:
+    """Look up the entity a path segment names: 400 for a bad id, 404 when there is none.
+
+    Args:
+        table: The entities by id.
+        raw: The path segment.
+        name: The path variable's name (``contractId``).
+        noun: The entity, for the 404's message (``Contract``): ``"Contract with id 5
+            not found"``, as the service words it for users (service-api.md §7).
+    """
+    entity_id = parse_id(raw, name)
+    entity = table.get(entity_id)
+    if entity is None:
+        raise ApiError(404, f"{noun} with id {entity_id} not found")
+    return entity
