@@ -16,6 +16,7 @@ from contractsdk.cli._bulk import Progress, parse_columns
 def progress(**changes: Any) -> BulkProgress:
     values: dict[str, Any] = {
         "done": 1204,
+        "sent": 1204,
         "total": 2000,
         "created": 1180,
         "skipped": 0,
@@ -54,10 +55,24 @@ def test_progress_line_mentions_skipped_and_deferred_only_when_there_are_some() 
 
 def test_eta_and_rate() -> None:
     """The ETA is the rows left at the rate so far; long ones show hours."""
-    snapshot = progress(done=100, total=400_100, elapsed=10.0)
+    snapshot = progress(done=100, sent=100, total=400_100, elapsed=10.0)
     assert snapshot.rate == 10.0
     assert snapshot.eta == 40_000.0
     assert "ETA 11:06:40" in format_progress(snapshot)
+
+
+def test_rate_and_eta_count_only_rows_sent() -> None:
+    """A resumed run's skipped rows make no request: they do not raise the rate."""
+    snapshot = progress(done=1000, sent=100, skipped=900, total=2000, elapsed=4.0)
+    assert snapshot.rate == 25.0  # not 1000 / 4 = 250/s against a 25/s limit
+    assert snapshot.eta == 40.0
+
+
+def test_no_eta_once_the_job_stops_or_ends() -> None:
+    """After Ctrl-C (stopping) or the end, the ETA is gone rather than frozen."""
+    assert progress(stopping=True).eta is None
+    assert progress(finished=True).eta is None
+    assert "ETA --:--" in format_progress(progress(stopping=True))
 
 
 def test_estimate_from_the_write_rate() -> None:

@@ -180,3 +180,19 @@ async def test_the_file_is_closed_after_reading(tmp_path: Path) -> None:
     source = CsvSource(path)
     assert len(await read_all(source)) == 2
     assert source._file is None
+
+
+async def test_csv_open_quote_does_not_swallow_the_rows_after_it(tmp_path: Path) -> None:
+    """A quote left open spoils its own line only: the lines after it are rows again."""
+    text = 'a,b\n"1,2\n3,4\n5,"6\n7,8\n'
+    rows = await read_all(CsvSource(write(tmp_path, "q.csv", text)))
+    assert [(r.number, r.line) for r in rows] == [(1, 2), (2, 3), (3, 4), (4, 5)]
+    assert [r.data for r in rows] == [None, {"a": "3", "b": "4"}, None, {"a": "7", "b": "8"}]
+    assert all("malformed CSV" in (r.problem or "") for r in rows if r.data is None)
+
+
+async def test_csv_quoted_line_breaks_still_make_one_row(tmp_path: Path) -> None:
+    """A quoted field spanning lines is one row; the line numbers after it stay right."""
+    rows = await read_all(CsvSource(write(tmp_path, "m.csv", 'a,b\n"x\ny",1\n2,3\n')))
+    assert [r.data for r in rows] == [{"a": "x\ny", "b": "1"}, {"a": "2", "b": "3"}]
+    assert [r.line for r in rows] == [2, 4]

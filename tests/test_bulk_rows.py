@@ -7,6 +7,7 @@ import pytest
 from contractsdk import ConfigurationError
 from contractsdk.bulk._rows import (
     ColumnMap,
+    UnknownColumnsError,
     content_digest,
     idempotency_key,
     job_id,
@@ -80,7 +81,7 @@ def test_column_map_refuses_contradictions() -> None:
 def test_header_with_an_unknown_column_is_refused_with_a_suggestion() -> None:
     """A column that is no term (and not mapped) is refused before any row, with the closest."""
     terms = small_termset()
-    with pytest.raises(ConfigurationError) as caught:
+    with pytest.raises(UnknownColumnsError) as caught:
         ColumnMap().check_header(
             ["contract_nmae", "rentFrequency", "notes"],
             terms,
@@ -88,10 +89,11 @@ def test_header_with_an_unknown_column_is_refused_with_a_suggestion() -> None:
             where="t.csv",
         )
     message = str(caught.value)
-    assert "3 column(s) are not terms of template 149" in message
+    assert "3 columns are not terms of template 149" in message
     assert "'contract_nmae' (did you mean 'contract_name'?)" in message
     assert "'rentFrequency' (did you mean 'contract_rentFrequency'?)" in message
-    assert "--column COL=" in message
+    assert "columns={" not in message and "--column" not in message  # the caller's words
+    assert caught.value.suggestions["notes"] is None
 
 
 def test_header_checks_mapped_key_and_match_columns() -> None:

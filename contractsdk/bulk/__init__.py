@@ -11,6 +11,7 @@ See ``docs/bulk.md``.
 """
 
 from contractsdk.bulk._engine import BulkJob
+from contractsdk.bulk._example import example_csv
 from contractsdk.bulk._journal import JournalError
 from contractsdk.bulk._model import (
     BulkPlan,
@@ -21,6 +22,7 @@ from contractsdk.bulk._model import (
 )
 from contractsdk.bulk._readers import CsvSource, IterableSource, JsonlSource, RowSource, SourceRow
 from contractsdk.bulk._records import STATES, JournalRecord, RowState
+from contractsdk.bulk._rows import UnknownColumnsError
 from contractsdk.bulk._status import JournalStatus, read_status
 from contractsdk.bulk._targets import resolve_contract_type, resolve_team
 
@@ -38,6 +40,8 @@ __all__ = [
     "JsonlSource",
     "IterableSource",
     "SourceRow",
+    "UnknownColumnsError",
+    "example_csv",
     # the journal
     "RowState",
     "STATES",

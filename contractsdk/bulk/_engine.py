@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import time
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -32,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 
 from contractsdk import __version__
 from contractsdk._exceptions import ConfigurationError
-from contractsdk._logging import ClientStats
 from contractsdk.bulk._journal import JournalError
 from contractsdk.bulk._model import (
     BulkPlan,
@@ -43,10 +41,11 @@ from contractsdk.bulk._model import (
 )
 from contractsdk.bulk._readers import InputFormat, RowSource, open_source
 from contractsdk.bulk._reconcile import NAME_TERM
-from contractsdk.bulk._records import ListingResult
 from contractsdk.bulk._rows import ColumnMap, job_id, job_identity
 from contractsdk.bulk._run import End, Run
+from contractsdk.bulk._spec import JobSpec
 from contractsdk.bulk._status import read_status
+from contractsdk.bulk._tally import Tally
 from contractsdk.bulk._writer import AsyncJournal
 from contractsdk.resources._base import path_id
 
@@ -136,36 +135,6 @@ class BulkJob:
         check_existing: bool = True,
         format: InputFormat | None = None,  # the natural name of the option
     ) -> None:
-        self._client = client
-        self._source = open_source(rows, format=format)
-        self._columns = ColumnMap(
-            terms=dict(columns or {}),
-            key_column=key_column,
-            team_column=team_column,
-            contract_type_column=contract_type_column,
-            template_column=template_column,
-        )
-        self._team_id = int(path_id(team_id, "team_id")) if team_id is not None else None
-        self._contract_type_id = (
-            int(path_id(contract_type_id, "contract_type_id"))
-            if contract_type_id is not None
-            else None
-        )
-        self._template_id = (
-            int(path_id(template_id, "template_id")) if template_id is not None else None
-        )
-        self._created_by = int(path_id(created_by, "created_by"))
-        if self._team_id is None and team_column is None:
-            raise ConfigurationError("give team_id= (or team_column= for a team per row)")
-        if (
-            self._template_id is None
-            and self._contract_type_id is None
-            and template_column is None
-            and contract_type_column is None
-        ):
-            raise ConfigurationError(
-                "give template_id= or contract_type_id= (or a template / contract type column)"
-            )
         if concurrency < 1:
             raise ConfigurationError(f"concurrency must be a positive integer, got {concurrency!r}")
         if rounds < 0:
@@ -174,23 +143,56 @@ class BulkJob:
             raise ConfigurationError("round_delay must be 0 or more seconds")
         if not match_term or not isinstance(match_term, str):
             raise ConfigurationError("match_term must be a term name")
-        self._match_term = match_term
-        self._journal_path = Path(journal) if journal is not None else None
-        self._concurrency = concurrency
-        self._require_all = require_all
-        self._rounds = rounds
-        self._round_delay = round_delay
-        self._check_existing = check_existing
-        self._fixed_target = (
-            team_column is None and template_column is None and (contract_type_column is None)
+        self._client = client
+        column_map = ColumnMap(
+            terms=dict(columns or {}),
+            key_column=key_column,
+            team_column=team_column,
+            contract_type_column=contract_type_column,
+            template_column=template_column,
         )
+        team = int(path_id(team_id, "team_id")) if team_id is not None else None
+        contract_type = (
+            int(path_id(contract_type_id, "contract_type_id"))
+            if contract_type_id is not None
+            else None
+        )
+        template = int(path_id(template_id, "template_id")) if template_id is not None else None
+        creator = int(path_id(created_by, "created_by"))
+        if team is None and team_column is None:
+            raise ConfigurationError("give team_id= (or team_column= for a team per row)")
+        if (
+            template is None
+            and contract_type is None
+            and template_column is None
+            and contract_type_column is None
+        ):
+            raise ConfigurationError(
+                "give template_id= or contract_type_id= (or a template / contract type column)"
+            )
+        self.spec = JobSpec(
+            source=open_source(rows, format=format),
+            columns=column_map,
+            team_id=team,
+            contract_type_id=contract_type,
+            template_id=template,
+            created_by=creator,
+            match_term=match_term,
+            journal=Path(journal) if journal is not None else None,
+            concurrency=concurrency,
+            require_all=require_all,
+            rounds=rounds,
+            round_delay=round_delay,
+            check_existing=check_existing,
+        )
+        """What the job is (input, targets, options), frozen."""
         self.identity = job_identity(
             base_url=f"{client.environment.base_url}/{client.api_version}",
-            team_id=self._team_id,
-            contract_type_id=self._contract_type_id,
-            template_id=self._template_id,
-            created_by=self._created_by,
-            columns=self._columns,
+            team_id=team,
+            contract_type_id=contract_type,
+            template_id=template,
+            created_by=creator,
+            columns=column_map,
             match_term=match_term,
         )
         self.job_id: str = job_id(self.identity)
@@ -198,16 +200,13 @@ class BulkJob:
         self.summary: BulkSummary | None = None
         """The totals of the last run, set when it ends (also after a stop or an error)."""
         self._started = False
-        self._fatal: Exception | None = None
-        self._stopping = False
-        self._aborting = False
-        self._stopped = asyncio.Event()
-        self._reset_counters()
+        self._stop_asked = False
+        self._run: Run | None = None
 
     @property
     def journal(self) -> Path | None:
         """The journal file (None: a temporary journal)."""
-        return self._journal_path
+        return self.spec.journal
 
     # -- building a job from its journal -------------------------------------------------
 
@@ -276,62 +275,32 @@ class BulkJob:
 
         Call it from the event loop's thread (a signal handler installed with
         ``loop.add_signal_handler`` is). Rows not sent stay ``pending`` in the journal
-        for the next run.
+        for the next run. Called before :meth:`run`, the run starts stopped.
         """
-        self._stopping = True
-        self._stopped.set()
+        self._stop_asked = True
+        if self._run is not None:
+            self._run.stop()
 
     def abort(self) -> None:
         """Stop at once: requests in flight are cancelled and left ``sending``.
 
         Use it when waiting for them is not an option (a second Ctrl-C); the next run
-        reconciles those rows before sending anything.
+        reconciles those rows before sending anything. The summary still counts every
+        row: the ones in flight as ``unknown``, the ones not sent as ``pending``.
         """
-        self._aborting = True
-        self.stop()
-
-    def _fail(self, error: Exception) -> None:
-        """Stop the job because of ``error``; :meth:`run` raises it once drained."""
-        if self._fatal is None:
-            self._fatal = error
-        self.stop()
-
-    async def _pause(self, seconds: float) -> None:
-        """Sleep, unless or until :meth:`stop` is called."""
-        if seconds > 0 and not self._stopping:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._stopped.wait(), seconds)
-
-    def _reset_counters(self) -> None:
-        self._rows = 0
-        self._counts: dict[str, int] = dict.fromkeys(
-            ("created", "skipped", "invalid", "failed", "unknown", "pending"), 0
-        )
-        self._deferred = 0
-        self._in_flight = 0
-        self._reconciled = ListingResult()
-        self._total: int | None = None
-        self._clock_start = time.monotonic()
-        self._stats_start: ClientStats = self._client.stats
-        self._last_unknown: float | None = None
-        self._fatal = None
+        self._stop_asked = True
+        if self._run is not None:
+            self._run.abort()
 
     def progress(self) -> BulkProgress:
-        """Return a snapshot of the running (or last) run, for a progress display."""
+        """Return a snapshot of the running (or last) run, for a progress display.
+
+        Before the first run, every count is 0 and ``total`` is None.
+        """
         stats = self._client.stats
-        return BulkProgress(
-            done=sum(self._counts.values()) - self._counts["pending"],
-            total=self._total,
-            created=self._counts["created"],
-            skipped=self._counts["skipped"],
-            invalid=self._counts["invalid"],
-            failed=self._counts["failed"],
-            deferred=self._deferred,
-            in_flight=self._in_flight,
-            throttled=stats.throttled - self._stats_start.throttled,
-            retries=stats.retries - self._stats_start.retries,
-            elapsed=time.monotonic() - self._clock_start,
-        )
+        if self._run is None:
+            return Tally(stats_start=stats).progress(stats)
+        return self._run.tally.progress(stats)
 
     # -- the public runs -------------------------------------------------------------------
 
@@ -382,7 +351,7 @@ class BulkJob:
             on_outcome: Called with each row's outcome (``pending``: would be sent).
         """
         unknown = 0
-        journal = self._journal_path
+        journal = self.spec.journal
         if journal is not None and await asyncio.to_thread(journal.exists):
             with contextlib.suppress(JournalError):  # not a journal yet: the run says why
                 unknown = (await read_status(journal, limit=0)).counts["sending"]
@@ -392,7 +361,7 @@ class BulkJob:
                     on_outcome(outcome)
         summary = self.summary
         assert summary is not None
-        rate, source = (write_rate, "given") if write_rate else _write_rate(self._client)
+        rate, source = (write_rate, "given") if write_rate else write_rate_of(self._client)
         to_send = summary.pending
         return BulkPlan(
             job_id=self.job_id,
@@ -412,58 +381,75 @@ class BulkJob:
         if self._started:
             raise ConfigurationError("a BulkJob runs once; make a new one to run again")
         self._started = not dry_run  # a dry run may come first
-        self._reset_counters()
-        path = None if dry_run else self._journal_path
+        spec = self.spec
+        source = spec.source
+        path = None if dry_run else spec.journal
         fresh = path is not None and not await asyncio.to_thread(path.exists)
+        total: int | None = None
         try:
             if mode == "create":
-                await self._source.open()
-                self._total = await self._source.count()
-            journal = await AsyncJournal.open(path, copy_of=self._journal_path if dry_run else None)
+                await source.open()
+                total = await source.count()
+            journal = await AsyncJournal.open(path, copy_of=spec.journal if dry_run else None)
         except BaseException:
-            await self._source.aclose()
+            await source.aclose()
             raise
         run_number = 0
         outcome_text = "error"
         out: asyncio.Queue[RowOutcome | End] = asyncio.Queue(_OUTCOME_QUEUE)
-        self._consumer_gone = False
+        run: Run | None = None
         coordinator: asyncio.Task[None] | None = None
         try:
             await journal.call(lambda j: j.claim(self.job_id, self.identity, __version__))
-            read = self._source.path
-            source = str(read.resolve()) if mode == "create" and read is not None else None
+            read = source.path
+            source_name = str(read.resolve()) if mode == "create" and read is not None else None
             run_number = await journal.call(
-                lambda j: j.begin_run(f"{mode}{' (dry run)' if dry_run else ''}", source)
+                lambda j: j.begin_run(f"{mode}{' (dry run)' if dry_run else ''}", source_name)
             )
-            runner = Run(self, journal, run_number, out, mode=mode, dry_run=dry_run)
-            coordinator = asyncio.create_task(runner.coordinate(), name="bulk-coordinator")
+            run = self._run = Run(
+                spec,
+                self._client,
+                journal,
+                run_number,
+                out,
+                mode=mode,
+                dry_run=dry_run,
+                job_id=self.job_id,
+                stopped=self._stop_asked and not dry_run,
+            )
+            run.tally.total = total
+            coordinator = asyncio.create_task(run.coordinate(), name="bulk-coordinator")
             while True:
                 item = await out.get()
                 if isinstance(item, End):
                     break
                 yield item
             await coordinator
-            outcome_text = "stopped" if self._stopping else "done"
-            if self._fatal is not None:
-                outcome_text = f"error: {self._fatal}"
-                raise self._fatal
+            outcome_text = "stopped" if run.stopping else "done"
+            if run.fatal is not None:
+                outcome_text = f"error: {run.fatal}"
+                raise run.fatal
         except (asyncio.CancelledError, GeneratorExit):
             outcome_text = "cancelled"
             raise
         finally:
-            self._consumer_gone = True
-            if coordinator is not None and not coordinator.done():
-                self.stop()
-                await _drain(coordinator, out, timeout=0.0 if self._aborting else 60.0)
+            if run is not None:
+                run.consumer_gone = True
+            if run is not None and coordinator is not None and not coordinator.done():
+                run.stop()
+                await _drain(coordinator, out, timeout=0.0 if run.aborting else 60.0)
             if coordinator is not None and coordinator.done() and not coordinator.cancelled():
                 error = coordinator.exception()
                 if error is not None and outcome_text == "error":
                     outcome_text = f"error: {error}"
             with contextlib.suppress(JournalError):
+                if run is not None:
+                    await run.account()
+            with contextlib.suppress(JournalError):
                 if run_number:
                     await journal.call(lambda j: j.finish_run(run_number, outcome_text))
-            self.summary = self._summary(run_number, dry_run)
-            await self._source.aclose()
+            self.summary = self._summary(run, run_number, dry_run)
+            await source.aclose()
             # A new journal whose first run failed before any row was recorded (a header
             # refused, a team not found) is removed, so that fixing the options is not
             # then refused as "another job".
@@ -475,26 +461,18 @@ class BulkJob:
             if empty and path is not None:
                 await asyncio.to_thread(_remove_journal, path)
 
-    def _summary(self, run_number: int, dry_run: bool) -> BulkSummary:
+    def _summary(self, run: Run | None, run_number: int, dry_run: bool) -> BulkSummary:
         stats = self._client.stats
-        start = self._stats_start
-        return BulkSummary(
-            job_id=self.job_id,
-            run=run_number,
-            rows=self._rows,
-            created=self._counts["created"],
-            skipped=self._counts["skipped"],
-            invalid=self._counts["invalid"],
-            failed=self._counts["failed"],
-            unknown=self._counts["unknown"],
-            pending=self._counts["pending"],
-            reconciled=self._reconciled.created,
-            throttled=stats.throttled - start.throttled,
-            retries=stats.retries - start.retries,
-            requests=stats.requests - start.requests,
-            elapsed=time.monotonic() - self._clock_start,
-            stopped=self._stopping,
-            dry_run=dry_run,
+        if run is None:
+            return Tally(stats_start=stats).summary(
+                stats,
+                job_id=self.job_id,
+                run=run_number,
+                stopped=self._stop_asked,
+                dry_run=dry_run,
+            )
+        return run.tally.summary(
+            stats, job_id=self.job_id, run=run_number, stopped=run.stopping, dry_run=dry_run
         )
 
 
@@ -517,11 +495,22 @@ async def _drain(task: asyncio.Task[None], out: asyncio.Queue[Any], *, timeout: 
         await asyncio.wait({task})
 
 
-def _write_rate(client: ContractClient) -> tuple[float | None, str]:
-    """Return the write rate a job will see: the client's limit, else the environment's."""
-    # ``client.rate_limits`` is the limiter's state; its ``limits`` are what was configured.
-    limits = getattr(getattr(client, "rate_limits", None), "limits", None)
-    rate = getattr(limits, "write", None)
-    if isinstance(rate, int | float) and rate > 0:
-        return float(rate), "configured"
-    return client.environment.write_rate, "environment"
+def write_rate_of(client: ContractClient) -> tuple[float | None, str]:
+    """Return the write rate a job would be paced at, and where that figure comes from.
+
+    The client's configured limit (``configured``); else the service's declared limit if
+    the limiter has seen it (``service``); else the environment's documented one
+    (``environment``); else the rate the limiter paces writes at now while it learns the
+    limit (``learning``). None when nothing tells (no limiter, no documented rate).
+    """
+    state = client.rate_limits
+    if state is not None and state.limits.write is not None and state.limits.write > 0:
+        return float(state.limits.write), "configured"
+    if state is not None and state.write.limit is not None and state.write.limit > 0:
+        return float(state.write.limit), "service"
+    documented = client.environment.write_rate
+    if documented is not None and documented > 0:
+        return float(documented), "environment"
+    if state is not None and state.write.rate is not None and state.write.rate > 0:
+        return float(state.write.rate), "learning"
+    return None, "unknown"

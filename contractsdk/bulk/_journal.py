@@ -170,7 +170,7 @@ def check_journal_path(path: str | os.PathLike[str]) -> Path:
     if not parent.is_dir():
         raise JournalError(
             f"the journal's directory {parent} does not exist; create it or choose another "
-            "--journal path"
+            "journal path"
         )
     if journal.is_dir():
         raise JournalError(f"the journal {journal} is a directory, not a file")
@@ -267,7 +267,7 @@ class Journal:
             raise JournalError(
                 f"the journal belongs to another job: it holds job {header['job_id']}, this "
                 f"is job {job_id} (they differ in: {', '.join(differences) or 'nothing known'}); "
-                "use a new --journal file for a new job, or the same options to resume"
+                "use a new journal file for a new job, or the same options to resume"
             )
 
     # -- runs ------------------------------------------------------------------------------

@@ -84,16 +84,21 @@ def _listify(instance: object, attribute: object, value: Any) -> Any:
 class BulkSummary:
     """The totals of one run of a job.
 
+    Every row of the input is in exactly one of ``created``, ``skipped``, ``invalid``,
+    ``failed``, ``unknown`` and ``pending``, whether the run finished, was stopped or was
+    aborted: ``rows`` is their sum.
+
     Attributes:
         job_id: The job's id (the same for every run of the job).
         run: The run's number in the journal (1 for the first).
-        rows: Input rows seen.
+        rows: Rows of the input (with ``retry``: the journal's unfinished rows).
         created: Contracts created by this run (``reconciled`` of them found by listing).
         skipped: Rows already created by an earlier run.
         invalid: Rows refused before sending (with their reasons).
         failed: Rows that were not created.
         unknown: Rows whose outcome is still unknown (reconciled by the next run).
-        pending: Rows not sent because the job was stopped.
+        pending: Rows not sent: the job was stopped or aborted first (rows never read
+            included), or, in a dry run, the rows that would be sent.
         reconciled: Contracts found by listing the team after an unknown outcome.
         throttled: 429 answers the client received during the run.
         retries: Retries the client made during the run.
@@ -101,6 +106,7 @@ class BulkSummary:
         elapsed: Seconds the run took.
         stopped: True when the run was stopped (Ctrl-C, :meth:`BulkJob.stop`) before the end.
         dry_run: True for a dry run (nothing was sent).
+        sent: Rows whose outcome came from a request in this run.
     """
 
     job_id: str
@@ -119,6 +125,7 @@ class BulkSummary:
     elapsed: float = 0.0
     stopped: bool = False
     dry_run: bool = False
+    sent: int = 0
 
     @property
     def complete(self) -> bool:
@@ -175,9 +182,13 @@ def estimate_seconds(to_send: int, write_rate: float | None, burst: float = 1.0)
 class BulkProgress:
     """A snapshot of a running job, for a progress display.
 
+    ``done / total`` is the bar; :attr:`rate` and :attr:`eta` count only rows that were
+    sent (skipped and invalid rows cost no request), and stop when the job stops.
+
     Attributes:
-        done: Rows with an outcome so far.
-        total: Rows expected (None when unknown, e.g. an iterable).
+        done: Rows with an outcome so far (every state but ``pending``).
+        total: Rows expected (None when unknown, e.g. an iterable); set to the rows read
+            once the whole input has been read.
         created: Created so far (this run).
         skipped: Already created by an earlier run.
         invalid: Refused before sending.
@@ -186,7 +197,14 @@ class BulkProgress:
         in_flight: Requests being sent now.
         throttled: 429 answers so far.
         retries: Client retries so far.
-        elapsed: Seconds since the run started.
+        elapsed: Seconds the run has been sending: from its start until now, or until it
+            was asked to stop.
+        sent: Rows whose outcome came from a request in this run.
+        unknown: Rows whose outcome is unknown (reconciled by a later run).
+        pending: Rows not sent because the job stopped (known once it ends).
+        stopping: True once the job was asked to stop (Ctrl-C, ``stop()``, ``abort()``)
+            and has not ended yet.
+        finished: True once the run has ended (its summary is set).
     """
 
     done: int
@@ -200,16 +218,21 @@ class BulkProgress:
     throttled: int
     retries: int
     elapsed: float
+    sent: int = 0
+    unknown: int = 0
+    pending: int = 0
+    stopping: bool = False
+    finished: bool = False
 
     @property
     def rate(self) -> float:
-        """Rows per second so far."""
-        return self.done / self.elapsed if self.elapsed > 0 else 0.0
+        """Rows sent per second (skipped and invalid rows are not counted)."""
+        return self.sent / self.elapsed if self.elapsed > 0 else 0.0
 
     @property
     def eta(self) -> float | None:
-        """Seconds left at the current rate, or None when it cannot be told."""
-        if self.total is None or self.rate <= 0:
+        """Seconds left at the current rate; None when unknown, stopping or finished."""
+        if self.stopping or self.finished or self.total is None or self.rate <= 0:
             return None
         return max(0, self.total - self.done) / self.rate
 

@@ -6,7 +6,8 @@ a chunk at a time, so a slow disk never stalls the event loop.
 
 A line that cannot be read (a CSV line with the wrong number of fields or bad quoting, a
 JSONL line that is not a JSON object, bytes that are not UTF-8) becomes a ``SourceRow``
-with a ``problem`` and its line number; the rows around it are read as usual. Only what
+with a ``problem`` and its line number; the rows around it are read as usual (a CSV
+quote left open does not swallow the lines after it: they are read again as rows). Only what
 makes the whole input unusable is raised: a file that cannot be opened, an empty file, a
 CSV header with a blank or repeated column name.
 """
@@ -207,6 +208,47 @@ class _FileSource(RowSource):
         return 0
 
 
+class _Lines:
+    """The lines of a file for ``csv.reader``, numbered, with lines that can be read again.
+
+    When a record fails to parse after taking several lines (a quote left open swallows
+    every line up to the end of the file), only its first line is the bad row: the others
+    are given back and read again as rows of their own.
+    """
+
+    def __init__(self, handle: TextIO) -> None:
+        self._handle = handle
+        self._again: list[tuple[int, str]] = []  # (line number, text), next first at the end
+        self.taken: list[tuple[int, str]] = []  # the lines of the record being read
+        self.number = 0  # the number of the last line given out
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> str:
+        if self._again:
+            self.number, text = self._again.pop()
+        else:
+            text = self._handle.readline()
+            if not text:
+                raise StopIteration
+            self.number += 1
+        self.taken.append((self.number, text))
+        return text
+
+    def start_record(self) -> int:
+        """Forget the lines of the last record; return the number of the next line."""
+        self.taken = []
+        return self._again[-1][0] if self._again else self.number + 1
+
+    def give_back_all_but_first(self) -> None:
+        """Read the lines of the failed record again, except its first."""
+        rest = self.taken[1:]
+        self._again.extend(reversed(rest))
+        if rest:
+            self.number = rest[0][0] - 1
+
+
 class CsvSource(_FileSource):
     """Rows of a CSV file with a header line (RFC 4180; UTF-8, with or without a BOM).
 
@@ -222,12 +264,14 @@ class CsvSource(_FileSource):
         super().__init__(path)
         self._delimiter = delimiter
         self._reader: Any = None
+        self._lines: _Lines | None = None
 
     def _header_lines(self) -> int:
         return 1
 
     def _start(self, handle: TextIO) -> None:
-        reader = csv.reader(handle, delimiter=self._delimiter, strict=True)
+        self._lines = _Lines(handle)
+        reader = csv.reader(self._lines, delimiter=self._delimiter, strict=True)
         try:
             header = next(reader, None)
         except csv.Error as exc:
@@ -252,18 +296,21 @@ class CsvSource(_FileSource):
 
     def _rows(self, handle: TextIO) -> Iterator[SourceRow]:
         reader = self._reader
+        lines = self._lines
         columns = self.columns
         assert reader is not None
+        assert lines is not None
         assert columns is not None
         width = len(columns)
         number = 0
         while True:
-            start = reader.line_num + 1
+            start = lines.start_record()
             try:
                 fields = next(reader)
             except StopIteration:
                 return
             except csv.Error as exc:
+                lines.give_back_all_but_first()
                 number += 1
                 yield SourceRow(
                     number=number,

@@ -18,6 +18,7 @@ Everything here is pure (no I/O, no event loop), so the rules that decide what a
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -31,6 +32,7 @@ from contractsdk.validation import TermSet
 __all__ = [
     "ColumnMap",
     "MappedRow",
+    "UnknownColumnsError",
     "content_digest",
     "idempotency_key",
     "job_id",
@@ -38,6 +40,7 @@ __all__ = [
     "map_row",
     "parse_target_id",
     "row_key",
+    "suggest_term",
 ]
 
 _HASH_CHARS = 32
@@ -188,34 +191,92 @@ class ColumnMap:
         if terms is not None:
             unknown = _unknown_terms(terms, list(given))
             if unknown:
-                listed = "; ".join(
-                    f"{given[term]!r}" + (f" (did you mean {hint!r}?)" if hint else "")
-                    for term, hint in unknown
-                )
-                raise ConfigurationError(
-                    f"{where}: {len(unknown)} column(s) are not terms of template "
-                    f"{terms.template_id}: {listed}. Map each to a term "
-                    "(columns={'COL': 'term'}, --column COL=TERM) or ignore it "
-                    "(columns={'COL': None}, --column COL=)"
+                names = [term.name for _path, term in terms.walk() if term.name]
+                raise UnknownColumnsError(
+                    where=where,
+                    template_id=terms.template_id,
+                    suggestions={given[term]: suggest_term(given[term], names) for term in unknown},
                 )
         if match_term not in given:
             raise ConfigurationError(
                 f"{where}: no column gives {match_term!r}, the name that identifies each "
                 "contract (bulk creation needs it to find a contract again after an "
-                f"unknown outcome); add the column or map one to it (--column COL={match_term})"
+                "unknown outcome); add the column, or map a column to it"
             )
 
 
-def _unknown_terms(terms: TermSet, names: Sequence[str]) -> list[tuple[str, str | None]]:
-    """Return ``(name, suggestion)`` for each name that is not a term."""
+class UnknownColumnsError(ConfigurationError):
+    """Columns of the input are not terms of the template (nothing was read or sent).
+
+    The message names the columns, and a term only when one is close; a command line or
+    a UI can say how to map or ignore a column from the attributes, in its own words.
+
+    Attributes:
+        where: The input.
+        template_id: The template whose terms were looked in.
+        suggestions: ``{column: the closest term, or None}`` for each such column.
+    """
+
+    def __init__(
+        self, *, where: str, template_id: int | None, suggestions: Mapping[str, str | None]
+    ) -> None:
+        self.where = where
+        self.template_id = template_id
+        self.suggestions = dict(suggestions)
+        listed = "; ".join(
+            f"{column!r}" + (f" (did you mean {hint!r}?)" if hint else "")
+            for column, hint in self.suggestions.items()
+        )
+        count = len(self.suggestions)
+        are = "column is not a term" if count == 1 else "columns are not terms"
+        super().__init__(
+            f"{where}: {count} {are} of template {template_id}: {listed}. "
+            "Map each such column to a term, or ignore it"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _rebuild_unknown_columns, (self.where, self.template_id, self.suggestions)
+
+
+def _rebuild_unknown_columns(
+    where: str, template_id: int | None, suggestions: Mapping[str, str | None]
+) -> UnknownColumnsError:
+    return UnknownColumnsError(where=where, template_id=template_id, suggestions=suggestions)
+
+
+#: How close a column's name must be to a term's (difflib's ratio, on names without case,
+#: punctuation or the ``contract_`` prefix) to be suggested: a misspelling, not a neighbour
+#: ("rentAmout" suggests contract_rentAmount; "reference" suggests nothing).
+SUGGESTION_CUTOFF = 0.85
+
+
+def _plain(name: str) -> str:
+    return "".join(char for char in name.casefold() if char.isalnum())
+
+
+def _closeness(column: str, term: str) -> float:
+    """How alike two names are, with and without the ``contract`` prefix (the better)."""
+    best = 0.0
+    for left, right in ((column, term), (column.removeprefix("contract"), term[8:])):
+        if term.startswith("contract") or left is column:
+            best = max(best, difflib.SequenceMatcher(None, left, right).ratio())
+    return best
+
+
+def suggest_term(column: str, terms: Sequence[str]) -> str | None:
+    """Return the term a column most likely means, or None when none is close enough."""
+    plain = _plain(column)
+    scored = [(_closeness(plain, _plain(term)), term) for term in terms]
+    best = max(scored, default=(0.0, ""), key=lambda pair: pair[0])
+    return best[1] if best[0] >= SUGGESTION_CUTOFF else None
+
+
+def _unknown_terms(terms: TermSet, names: Sequence[str]) -> list[str]:
+    """Return each name that is not a term."""
     try:
         terms.validate(dict.fromkeys(names))
     except TermValidationError as exc:
-        return [
-            (problem.term, problem.suggestion)
-            for problem in exc.problems
-            if problem.kind == "unknown_term"
-        ]
+        return [problem.term for problem in exc.problems if problem.kind == "unknown_term"]
     return []
 
 

@@ -1,6 +1,8 @@
 """One run of a bulk job: the coordinator, the workers, the rounds and the final report.
 
-See the module docstring of ``_engine.py`` for the shape; this module is its machinery.
+See the module docstring of ``_engine.py`` for the shape; this module is its machinery. A
+:class:`Run` owns its counters (:class:`~contractsdk.bulk._tally.Tally`) and its stop
+event; it reads the job only through its frozen :class:`~contractsdk.bulk._spec.JobSpec`.
 """
 
 from __future__ import annotations
@@ -9,47 +11,31 @@ import asyncio
 import contextlib
 import time
 from functools import partial
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from contractsdk._exceptions import (
-    AuthenticationError,
-    ConfigurationError,
-    ConflictError,
-    ConnectError,
-    ConnectTimeoutError,
-    ContractSDKError,
-    NotFoundError,
-    PermissionDeniedError,
-    RateLimitError,
-    RateLimiterTimeoutError,
-    ResponseValidationError,
-    ServerError,
-    TermValidationError,
-    TransportError,
-)
+import attrs
+
+from contractsdk._exceptions import ConfigurationError, ContractSDKError, TermValidationError
+from contractsdk.bulk._failures import classify
 from contractsdk.bulk._journal import Journal
 from contractsdk.bulk._model import RowOutcome
+from contractsdk.bulk._prepare import prepare_row, row_targets
 from contractsdk.bulk._readers import SourceRow
 from contractsdk.bulk._reconcile import reconcile
 from contractsdk.bulk._records import JournalRecord, PreparedRow
-from contractsdk.bulk._rows import (
-    content_digest,
-    idempotency_key,
-    map_row,
-    parse_target_id,
-    row_key,
-)
+from contractsdk.bulk._rows import idempotency_key
+from contractsdk.bulk._spec import JobSpec
+from contractsdk.bulk._tally import Tally
 from contractsdk.bulk._targets import TargetError, Targets
 from contractsdk.bulk._writer import AsyncJournal
 from contractsdk.validation import TermSet
 
 if TYPE_CHECKING:
-    from contractsdk.bulk._engine import BulkJob
+    from contractsdk._client import ContractClient
 
-__all__ = ["END", "End", "Run", "classify"]
+__all__ = ["END", "End", "Run"]
 
 _PAGE = 128
-Failure = Literal["unknown", "retry", "final", "fatal"]
 
 
 class End:
@@ -59,88 +45,121 @@ class End:
 END = End()
 
 
-def classify(error: ContractSDKError, *, fixed_target: bool) -> Failure:
-    """Decide what a failed create means for its row.
-
-    * ``unknown``: the request may have been processed (a dropped connection or timeout
-      after sending, a 2xx answer that could not be read, a 409 for a key still in use).
-    * ``retry``: not processed, and trying later may work (429, 5xx, no connection).
-    * ``final``: the service refused this row (400, 422, …); trying again will not help.
-    * ``fatal``: no row can succeed (401; 403/404 when every row has the same target).
-    """
-    if isinstance(error, TransportError):
-        return "unknown" if error.outcome_unknown else "retry"
-    if isinstance(error, ResponseValidationError | ConflictError):
-        return "unknown"
-    if isinstance(error, RateLimitError | ServerError | RateLimiterTimeoutError):
-        return "retry"
-    if isinstance(error, ConnectError | ConnectTimeoutError):
-        return "retry"
-    if isinstance(error, AuthenticationError):
-        return "fatal"
-    if isinstance(error, PermissionDeniedError | NotFoundError) and fixed_target:
-        return "fatal"
-    return "final"
-
-
 class Run:
-    """The tasks and queues of one run (see the module docstring)."""
+    """The tasks, queues, counters and stop event of one run (see the module docstring).
+
+    Args:
+        spec: The job.
+        client: The client to create through.
+        journal: The job's journal.
+        number: The run's number in the journal.
+        out: Where outcomes go for :meth:`BulkJob.run` to yield.
+        mode: ``create`` (read the input) or ``retry`` (the journal's unfinished rows).
+        dry_run: Send nothing (rows to send are reported ``pending``).
+        job_id: The job's id (part of every row's idempotency key).
+        stopped: Start stopped (the job was stopped before it ran).
+    """
 
     def __init__(
         self,
-        job: BulkJob,
+        spec: JobSpec,
+        client: ContractClient,
         journal: AsyncJournal,
-        run: int,
+        number: int,
         out: asyncio.Queue[RowOutcome | End],
         *,
         mode: str,
         dry_run: bool,
+        job_id: str,
+        stopped: bool = False,
     ) -> None:
-        self.job = job
-        self.client = job._client
+        self.spec = spec
+        self.client = client
         self.journal = journal
-        self.run = run
+        self.run = number
         self.out = out
         self.mode = mode
         self.dry_run = dry_run
-        self.send: asyncio.Queue[JournalRecord | None] = asyncio.Queue(2 * job._concurrency)
-        self.targets = Targets(self.client, journal, self._list_team)
+        self.job_id = job_id
+        self.tally = Tally(stats_start=client.stats)
+        self.stopping = False
+        self.aborting = False
+        self.fatal: Exception | None = None
+        self.consumer_gone = False
+        self.input_read = mode != "create"
+        self._stopped = asyncio.Event()
+        self.send: asyncio.Queue[JournalRecord | None] = asyncio.Queue(2 * spec.concurrency)
+        self.targets = Targets(client, journal, self._list_team)
         self.round = 0
         self.must_list: set[int] = set()
         self.listed: set[int] = set()
         self.reconcile_error: ContractSDKError | None = None
+        self.last_unknown: float | None = None
+        if stopped:
+            self.stop()
+
+    # -- control ---------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Send nothing new; requests in flight finish and are recorded."""
+        self.stopping = True
+        self.tally.stop()
+        self._stopped.set()
+
+    def abort(self) -> None:
+        """Stop at once: the caller cancels the coordinator; rows in flight stay ``sending``."""
+        self.aborting = True
+        self.stop()
+
+    def fail(self, error: Exception) -> None:
+        """Stop because of ``error``; the run raises it once drained."""
+        if self.fatal is None:
+            self.fatal = error
+        self.stop()
+
+    async def pause(self, seconds: float) -> None:
+        """Sleep, unless or until the run is stopped."""
+        if seconds > 0 and not self.stopping:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._stopped.wait(), seconds)
 
     # -- outcomes --------------------------------------------------------------------------
 
-    async def emit(self, outcome: RowOutcome) -> None:
-        job = self.job
-        job._rows += 1
-        if outcome.skipped:
-            job._counts["skipped"] += 1
-        elif outcome.state == "sending":
-            job._counts["unknown"] += 1
-        else:
-            job._counts[outcome.state] += 1
-        if not job._consumer_gone:
+    async def emit(self, outcome: RowOutcome, *, sent: bool = False) -> None:
+        """Count an outcome and hand it to the reader (unless the reader is gone)."""
+        self.tally.count(outcome, sent=sent)
+        if not self.consumer_gone:
             await self.out.put(outcome)
+
+    async def account(self) -> None:
+        """Take the run's final counts from the journal, and count the input never read.
+
+        Called once the coordinator has ended, however it ended (tally invariant 1): an
+        aborted run's outcomes were not all reported, but the journal has every row.
+        """
+        states = await self.journal.call(lambda j: j.counts(self.run))
+        self.tally.settle(states)
+        if not self.input_read and self.tally.total is not None:
+            self.tally.count_unread(self.tally.total - self.tally.rows)
+        self.tally.end()
 
     # -- the coordinator -------------------------------------------------------------------
 
     async def coordinate(self) -> None:
-        job = self.job
+        """Run the whole run: preflight, input, rounds, final report."""
         workers: list[asyncio.Task[None]] = []
         try:
             await self._preflight()
             if not self.dry_run:
                 workers = [
                     asyncio.create_task(self._work(), name=f"bulk-worker-{index}")
-                    for index in range(job._concurrency)
+                    for index in range(self.spec.concurrency)
                 ]
             if self.mode == "create":
                 await self._read_input()
             else:
                 adopted = await self.journal.call(lambda j: j.adopt_unfinished(self.run))
-                job._total = adopted
+                self.tally.total = adopted
                 await self._resend(every_failure=True)
             await self._tail()
             for _ in workers:
@@ -153,36 +172,36 @@ class Run:
                 worker.cancel()
             if workers:
                 await asyncio.gather(*workers, return_exceptions=True)
-            if not job._consumer_gone:
+            if not self.consumer_gone:
                 await self.out.put(END)
 
     async def _preflight(self) -> None:
         """Resolve fixed targets, reconcile earlier unknown outcomes, check the header."""
-        job = self.job
+        spec = self.spec
         targets = self.targets
         self.must_list = set(await self.journal.call(lambda j: j.teams_to_reconcile()))
-        if job._team_id is not None:
-            await targets.check_team(job._team_id, fixed=True)  # lists it (_list_team)
+        if spec.team_id is not None:
+            await targets.check_team(spec.team_id, fixed=True)  # lists it (_list_team)
         for team in sorted(self.must_list - self.listed):
             await self._list_team(team)
             targets.mark_listed(team)
         terms = None
-        template = job._template_id
-        if template is None and job._team_id is not None and job._contract_type_id is not None:
-            template = await targets.template(job._team_id, job._contract_type_id, fixed=True)
-        if template is not None and job._columns.template_column is None:
+        template = spec.template_id
+        if template is None and spec.team_id is not None and spec.contract_type_id is not None:
+            template = await targets.template(spec.team_id, spec.contract_type_id, fixed=True)
+        if template is not None and spec.columns.template_column is None:
             terms = await targets.terms(template, fixed=True)
-            if terms.find(job._match_term) is None:
+            if terms.find(spec.match_term) is None:
                 raise ConfigurationError(
-                    f"template {template} has no term {job._match_term!r}; bulk creation needs "
-                    "a term that names each contract (give match_term=)"
+                    f"template {template} has no term {spec.match_term!r}; bulk creation needs "
+                    "a term that names each contract (choose another match term)"
                 )
-            if job._columns.contract_type_column is not None:
+            if spec.columns.contract_type_column is not None:
                 terms = None  # rows may use other templates: their columns are checked per row
-        header = job._source.columns if self.mode == "create" else None
+        header = spec.source.columns if self.mode == "create" else None
         if header is not None:
-            job._columns.check_header(
-                header, terms, match_term=job._match_term, where=job._source.describe()
+            spec.columns.check_header(
+                header, terms, match_term=spec.match_term, where=spec.source.describe()
             )
 
     async def _list_team(self, team_id: int) -> None:
@@ -193,18 +212,24 @@ class Run:
         """
         if team_id in self.listed:
             return
-        if self.job._check_existing or team_id in self.must_list:
-            self.job._reconciled += await reconcile(
-                self.client, self.journal, [team_id], self.job._match_term
+        if self.spec.check_existing or team_id in self.must_list:
+            self.tally.reconciled += await reconcile(
+                self.client, self.journal, [team_id], self.spec.match_term
             )
         self.listed.add(team_id)
 
     async def _read_input(self) -> None:
-        job = self.job
-        async with contextlib.aclosing(job._source.chunks()) as chunks:
+        source = self.spec.source
+        async with contextlib.aclosing(source.chunks()) as chunks:
             async for chunk in chunks:
-                if job._stopping:
-                    break
+                self.tally.read += len(chunk)
+                if self.stopping:
+                    # Not sent: only counted, so that the summary accounts for every row
+                    # (a file is cheap to read; an iterable is left where it is).
+                    if source.path is None:
+                        return
+                    self.tally.count_unread(len(chunk))
+                    continue  # to the end of the file: every row is then counted
                 prepared = [await self._prepare(row) for row in chunk]
                 registered = await self.journal.call(
                     partial(Journal.register, run=self.run, rows=prepared)
@@ -216,94 +241,31 @@ class Run:
                                 decision.record, skipped=decision.skipped, note=decision.note
                             )
                         )
-                    elif not self.dry_run and not job._stopping:
+                    elif not self.dry_run and not self.stopping:
                         await self.send.put(decision.record)
                     # else: a dry run, or stopping: reported as "pending" at the end
+        self.input_read = True
+        self.tally.total = self.tally.read  # the count before reading was an estimate
 
     async def _prepare(self, source: SourceRow) -> PreparedRow:
-        """Map, key, target and validate one input record (no I/O but first-time targets)."""
-        job = self.job
-        columns = job._columns
-        if source.data is None:
-            digest = content_digest({"": source.raw})
-            return PreparedRow(
-                number=source.number,
-                line=source.line,
-                key=f"bad:{digest}",
-                key_label="the row",
-                digest=digest,
-                name=None,
-                team_id=job._team_id,
-                template_id=None,
-                values=None,
-                reasons=(source.problem or "the row could not be read",),
-            )
-        data = source.data
-        problems: list[str] = []
-        team, contract_type, template = job._team_id, job._contract_type_id, job._template_id
-        per_row: list[int | None] = []
-        for column, current in (
-            (columns.team_column, team),
-            (columns.contract_type_column, contract_type),
-            (columns.template_column, template),
-        ):
-            value = current
-            if column is not None:
-                value, problem = parse_target_id(data.get(column), column)
-                if problem:
-                    problems.append(problem)
-                per_row.append(value)
-            if column == columns.team_column and column is not None:
-                team = value
-            elif column == columns.contract_type_column and column is not None:
-                contract_type = value
-            elif column == columns.template_column and column is not None:
-                template = value
+        """Resolve a row's targets (first time per target: a read), then prepare it."""
+        spec = self.spec
+        targets = row_targets(source, spec)
+        if source.data is None or targets.problems or targets.team_id is None:
+            return prepare_row(source, spec, targets, None)
+        template = targets.template_id
         terms: TermSet | None = None
-        if not problems and team is not None:
-            targets = self.targets
-            try:
-                await targets.check_team(team, fixed=columns.team_column is None)
-                if template is None and contract_type is not None:
-                    template = await targets.template(team, contract_type, fixed=job._fixed_target)
-                if template is not None:
-                    terms = await targets.terms(template, fixed=job._fixed_target)
-            except TargetError as exc:
-                problems.append(str(exc))
-        mapped = map_row(data, columns, terms)
-        problems.extend(mapped.problems)
-        digest = content_digest(mapped.values, per_row)
-        key = row_key(mapped.key_value, digest)
-        label = f"key {mapped.key_value!r}" if mapped.key_value is not None else "the row"
-        values: dict[str, str] | None = None
-        if not problems and terms is not None:
-            try:
-                values = terms.validate(mapped.values, require_all=job._require_all)
-            except TermValidationError as exc:
-                problems.extend(str(problem) for problem in exc.problems)
-        match_term = job._match_term
-        if values is not None:
-            name: str | None = values.get(match_term)
-            if not name:
-                problems.append(
-                    f"{match_term}: no value; every row needs one, unique within the job (it "
-                    "names the contract, and is how it is found again after an unknown outcome)"
+        try:
+            await self.targets.check_team(targets.team_id, fixed=spec.columns.team_column is None)
+            if template is None and targets.contract_type_id is not None:
+                template = await self.targets.template(
+                    targets.team_id, targets.contract_type_id, fixed=spec.fixed_target
                 )
-        else:
-            raw = mapped.values.get(match_term)
-            name = str(raw) if raw is not None else None
-        return PreparedRow(
-            number=source.number,
-            line=source.line,
-            key=key,
-            key_label=label,
-            digest=digest,
-            name=name,
-            team_id=team,
-            template_id=template,
-            values=values if not problems else None,
-            reasons=tuple(problems),
-        )
+            if template is not None:
+                terms = await self.targets.terms(template, fixed=spec.fixed_target)
+        except TargetError as exc:
+            return prepare_row(source, spec, targets, None, problems=(str(exc),))
+        return prepare_row(source, spec, attrs.evolve(targets, template_id=template), terms)
 
     # -- the workers -----------------------------------------------------------------------
 
@@ -313,50 +275,51 @@ class Run:
             try:
                 if record is None:
                     return
-                if not self.job._stopping:
+                if not self.stopping:
                     await self._send_row(record)
             except Exception as exc:  # the journal cannot be written, or a bug: stop the job
-                self.job._fail(exc)
+                self.fail(exc)
             finally:
                 self.send.task_done()
 
     async def _send_row(self, record: JournalRecord) -> None:
-        job = self.job
+        spec = self.spec
+        tally = self.tally
         key = record.key
         assert record.team_id is not None
         assert record.template_id is not None
         # Committed before the request goes out: a crash from here on leaves "sending",
         # which the next run reconciles before sending the row again.
         await self.journal.call(lambda j: j.mark_sending(key))
-        job._in_flight += 1
+        tally.in_flight += 1
         try:
             # An ambiguous failure comes back to the job instead of being replayed under the
             # key, which the service may ignore: the journal reconciles it by listing first.
             contract = await self.client.contracts._create(
                 record.team_id,
                 template_id=record.template_id,
-                created_by=job._created_by,
+                created_by=spec.created_by,
                 values=record.values or {},
-                require_all=job._require_all,
-                idempotency_key=idempotency_key(job.job_id, key),
+                require_all=spec.require_all,
+                idempotency_key=idempotency_key(self.job_id, key),
                 trust_key=False,
             )
         except TermValidationError as exc:
             # The template's terms changed since the row was checked (a refreshed cache).
-            job._in_flight -= 1
+            tally.in_flight -= 1
             reasons = "; ".join(str(problem) for problem in exc.problems)
             await self._final_failure(key, f"the values no longer fit the terms: {reasons}", 0)
         except ContractSDKError as exc:
-            job._in_flight -= 1
+            tally.in_flight -= 1
             await self._failed(key, exc)
         except Exception as exc:  # a bug must not lose the row: it is recorded, then raised
-            job._in_flight -= 1
+            tally.in_flight -= 1
             await self._final_failure(key, f"{type(exc).__name__}: {exc}", 0)
             raise
         else:
-            job._in_flight -= 1
+            tally.in_flight -= 1
             created = await self.journal.call(lambda j: j.mark_created(key, contract.id, self.run))
-            await self.emit(RowOutcome.from_record(created))
+            await self.emit(RowOutcome.from_record(created), sent=True)
 
     async def _final_failure(
         self, key: str, message: str, extra: int, *, retryable: bool = False
@@ -366,28 +329,27 @@ class Run:
                 key, message, retryable=retryable, run=self.run, final=True, extra_attempts=extra
             )
         )
-        await self.emit(RowOutcome.from_record(failed))
+        await self.emit(RowOutcome.from_record(failed), sent=True)
 
     async def _failed(self, key: str, error: ContractSDKError) -> None:
-        job = self.job
-        kind = classify(error, fixed_target=job._fixed_target)
+        kind = classify(error, fixed_target=self.spec.fixed_target)
         extra = max(0, error.attempts - 1)
         message = str(error)
         if kind == "unknown":
             await self.journal.call(lambda j: j.mark_unknown(key, message, extra))
-            job._deferred += 1
-            job._last_unknown = time.monotonic()
-        elif kind == "retry" and self.round < job._rounds:
+            self.tally.deferred += 1
+            self.last_unknown = time.monotonic()
+        elif kind == "retry" and self.round < self.spec.rounds:
             await self.journal.call(
                 lambda j: j.mark_failed(
                     key, message, retryable=True, run=self.run, final=False, extra_attempts=extra
                 )
             )
-            job._deferred += 1
+            self.tally.deferred += 1
         else:
             await self._final_failure(key, message, extra, retryable=kind == "retry")
             if kind == "fatal":
-                job._fail(error)
+                self.fail(error)
 
     # -- after the input -------------------------------------------------------------------
 
@@ -397,11 +359,10 @@ class Run:
         Every deferred row was sent at least once, so (journal invariant 3) none is sent
         again before its team has been listed: a round whose listing fails ends the rounds.
         """
-        job = self.job
         if self.dry_run:
             return
         await self.send.join()
-        while not job._stopping and self.round < job._rounds:
+        while not self.stopping and self.round < self.spec.rounds:
             unknown = await self.journal.call(lambda j: j.has_sending(self.run))
             retry = await self.journal.call(
                 lambda j: j.to_send(self.run, "", 1, every_failure=False)
@@ -409,35 +370,33 @@ class Run:
             if not unknown and not retry:
                 return
             self.round += 1
-            await job._pause(job._round_delay)
+            await self.pause(self.spec.round_delay)
             if not await self._reconcile_run():
                 return
             await self._resend(every_failure=False)
 
     async def _settle(self) -> None:
-        last = self.job._last_unknown
+        last = self.last_unknown
         if last is not None:
-            await self.job._pause(self.job._round_delay - (time.monotonic() - last))
+            await self.pause(self.spec.round_delay - (time.monotonic() - last))
 
     async def _reconcile_run(self) -> bool:
         """Reconcile this run's rows that may have been sent; False if a listing failed."""
-        job = self.job
         await self._settle()
         teams = await self.journal.call(lambda j: j.teams_to_reconcile(self.run))
         try:
-            result = await reconcile(self.client, self.journal, teams, job._match_term)
+            result = await reconcile(self.client, self.journal, teams, self.spec.match_term)
         except ContractSDKError as exc:
             self.reconcile_error = exc
             return False
-        job._reconciled += result
-        job._deferred = max(0, job._deferred - result.created - result.ambiguous)
+        self.tally.reconciled += result
+        self.tally.deferred = max(0, self.tally.deferred - result.created - result.ambiguous)
         return True
 
     async def _resend(self, *, every_failure: bool) -> None:
         """Feed this run's rows that are to be sent again to the workers, page by page."""
-        job = self.job
         after = ""
-        while not job._stopping:
+        while not self.stopping:
             page = await self.journal.call(
                 partial(
                     Journal.to_send,
@@ -450,15 +409,14 @@ class Run:
             if not page:
                 break
             for record in page:
-                job._deferred = max(0, job._deferred - 1)
+                self.tally.deferred = max(0, self.tally.deferred - 1)
                 await self.send.put(record)
             after = page[-1].key
         await self.send.join()
 
     async def _finish(self) -> None:
         """Settle what is still unknown, then report every row not reported yet."""
-        job = self.job
-        if not self.dry_run and not job._stopping:
+        if not self.dry_run and not self.stopping:
             if await self.journal.call(lambda j: j.has_sending(self.run)):
                 await self._reconcile_run()
             await self.journal.call(lambda j: j.fail_unsent(self.run))
@@ -467,4 +425,5 @@ class Run:
             if not page:
                 break
             for record in page:
-                await self.emit(RowOutcome.from_record(record))
+                sent = record.attempts > 0 and record.state in ("created", "failed", "sending")
+                await self.emit(RowOutcome.from_record(record), sent=sent)

@@ -28,6 +28,7 @@ __all__ = ["AsyncJournal"]
 
 T = TypeVar("T")
 _MAX_BATCH = 256
+_LOCK_ATTEMPTS = 5
 
 
 class _Stop:
@@ -96,20 +97,40 @@ class AsyncJournal:
         return journal
 
     def _lock(self) -> None:
-        """Hold an advisory lock so that two processes never run one job at once."""
+        """Hold an advisory lock so that two processes never run one job at once.
+
+        The lock file (``<journal>.lock``) is removed when the journal closes, while the
+        lock is still held. A process that opened the file just before it was removed
+        would lock a file nobody else can see; so after locking, the file must still be
+        the one at the path, else it is opened again (a few times at most).
+        """
         try:
             import fcntl
         except ImportError:  # Windows: no advisory locks; documented in docs/bulk.md
             return
-        handle = open(f"{self.path}.lock", "a")  # noqa: SIM115  # held until close
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.close()
-            raise JournalError(
-                f"another process is running a job with the journal {self.path}"
-            ) from None
-        self._lock_file = handle
+        name = f"{self.path}.lock"
+        for _attempt in range(_LOCK_ATTEMPTS):
+            handle = open(name, "a")  # noqa: SIM115  # held until close
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                handle.close()
+                raise JournalError(
+                    f"another process is running a job with the journal {self.path}"
+                ) from None
+            try:
+                current = os.stat(name)
+            except FileNotFoundError:
+                current = None
+            opened = os.fstat(handle.fileno())
+            if current is not None and (current.st_dev, current.st_ino) == (
+                opened.st_dev,
+                opened.st_ino,
+            ):
+                self._lock_file = handle
+                return
+            handle.close()  # removed by the process that held it: lock the new one
+        raise JournalError(f"cannot lock the journal {self.path}: its lock file keeps changing")
 
     async def _start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -211,6 +232,9 @@ class AsyncJournal:
 
     def _cleanup(self) -> None:
         if self._lock_file is not None:
+            # Removed while still locked (see _lock), so no other process holds it then.
+            with contextlib.suppress(OSError):
+                os.unlink(f"{self.path}.lock")
             self._lock_file.close()
             self._lock_file = None
         if self._temporary_dir is not None:

@@ -1,0 +1,90 @@
+"""What a failed create means for its row: one table, built on the client's retry matrix.
+
+The client's :func:`~contractsdk._retry.should_retry` already knows, for every error,
+whether the request was certainly not processed (retried even without a trusted key) or
+may have been (retried only when an Idempotency-Key is trusted). The bulk job does not
+trust the key (the service documents none), so it reads the same matrix twice::
+
+    should_retry(untrusted POST)  should_retry(trusted POST)  meaning for the row
+    yes                           yes                         retry:   not processed
+    no                            yes                         unknown: may have been processed
+    no                            no                          the row's own table below
+
+The row's own table comes first: it says what the retry matrix cannot know (what an
+answer means for a *row*), and where the job's journal makes a case safer than the client
+could (a 5xx is sent again only after the team was listed, journal invariant 3)::
+
+    error                                             meaning for the row
+    ServerError (5xx)                                 retry: listed before it is resent
+    ResponseValidationError (a 2xx it cannot read)    unknown: it was processed
+    ConflictError (409: the key is still in use)      unknown: a request is in progress
+    RateLimiterTimeoutError (waited too long)         retry: nothing was sent
+    AuthenticationError (401)                         fatal: no row can succeed
+    PermissionDeniedError, NotFoundError (403, 404)   fatal for a fixed target, else final
+    anything else (400, 422, ...)                     final: the service refused this row
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from contractsdk._exceptions import (
+    AuthenticationError,
+    ConflictError,
+    ContractSDKError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimiterTimeoutError,
+    ResponseValidationError,
+    ServerError,
+)
+from contractsdk._http import Call, Request
+from contractsdk._retry import should_retry
+
+__all__ = ["Failure", "classify"]
+
+Failure = Literal["unknown", "retry", "final", "fatal"]
+
+_CREATE = Request(
+    method="POST",
+    url="https://example.invalid/v1/teams/0/contracts",
+    headers={"Idempotency-Key": "bulk"},
+)
+#: The bulk job's own call: an ambiguous failure is not replayed under the key.
+_UNTRUSTED = Call(request=_CREATE, trust_key=False)
+#: The same call if the key were trusted: what may have been processed is retried too.
+_TRUSTED = Call(request=_CREATE, trust_key=True)
+
+#: What the retry matrix cannot say: the meaning of an answer for the row (first match).
+_ROW_TABLE: tuple[tuple[type[ContractSDKError], Failure], ...] = (
+    (ServerError, "retry"),
+    (ResponseValidationError, "unknown"),
+    (ConflictError, "unknown"),
+    (RateLimiterTimeoutError, "retry"),
+    (AuthenticationError, "fatal"),
+)
+
+
+def classify(error: ContractSDKError, *, fixed_target: bool) -> Failure:
+    """Decide what a failed create means for its row (the table in the module docstring).
+
+    Args:
+        error: What the create call raised.
+        fixed_target: True when every row has the same team and template, so a 403 or 404
+            means no row can succeed.
+
+    Returns:
+        ``retry`` (not processed: try later), ``unknown`` (may have been processed:
+        reconcile before sending again), ``final`` (this row is refused) or ``fatal``
+        (stop the job).
+    """
+    for kind, meaning in _ROW_TABLE:
+        if isinstance(error, kind):
+            return meaning
+    if should_retry(error, call=_UNTRUSTED):
+        return "retry"
+    if should_retry(error, call=_TRUSTED):
+        return "unknown"
+    if isinstance(error, PermissionDeniedError | NotFoundError) and fixed_target:
+        return "fatal"
+    return "final"

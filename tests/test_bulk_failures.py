@@ -1,0 +1,56 @@
+"""The one table of what a failed create means for its row (bulk/_failures.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from contractsdk._exceptions import (
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    ConnectError,
+    ConnectTimeoutError,
+    ContractSDKError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
+    RateLimiterTimeoutError,
+    ReadError,
+    ReadTimeoutError,
+    ResponseValidationError,
+    ServerError,
+    UnprocessableEntityError,
+)
+from contractsdk.bulk._failures import classify
+
+
+def api(kind: type[ContractSDKError], status: int) -> ContractSDKError:
+    return kind(f"{status}", status_code=status)  # type: ignore[call-arg]  # APIError's keyword
+
+
+CASES = [
+    (ConnectError("refused"), "retry", "retry"),
+    (ConnectTimeoutError("slow"), "retry", "retry"),
+    (ReadError("reset"), "unknown", "unknown"),
+    (ReadTimeoutError("slow"), "unknown", "unknown"),
+    (api(RateLimitError, 429), "retry", "retry"),
+    (api(ServerError, 500), "retry", "retry"),
+    (api(ServerError, 503), "retry", "retry"),
+    (RateLimiterTimeoutError("waited too long"), "retry", "retry"),
+    (ResponseValidationError("unreadable 201"), "unknown", "unknown"),
+    (api(ConflictError, 409), "unknown", "unknown"),
+    (api(AuthenticationError, 401), "fatal", "fatal"),
+    (api(PermissionDeniedError, 403), "fatal", "final"),
+    (api(NotFoundError, 404), "fatal", "final"),
+    (api(BadRequestError, 400), "final", "final"),
+    (api(UnprocessableEntityError, 422), "final", "final"),
+]
+
+
+@pytest.mark.parametrize(("error", "fixed", "per_row"), CASES, ids=lambda v: repr(v)[:40])
+def test_each_error_has_one_meaning_for_its_row(
+    error: ContractSDKError, fixed: str, per_row: str
+) -> None:
+    """Each error means retry, unknown, final or fatal; 403/404 are fatal only for a fixed target."""
+    assert classify(error, fixed_target=True) == fixed
+    assert classify(error, fixed_target=False) == per_row
