@@ -164,18 +164,17 @@ class ProgressView:
     def __enter__(self) -> ProgressView:
         if self.enabled and self.out.is_terminal:
             self._bar = Progress(
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
+                BarColumn(bar_width=24),
                 TaskProgressColumn(),
                 MofNCompleteColumn(),
                 TextColumn("[cyan]{task.fields[rate]}"),
                 TextColumn("ETA {task.fields[eta]}"),
                 TextColumn(
-                    "[green]created {task.fields[created]}[/]  "
-                    "[dim]skipped {task.fields[skipped]}[/]  "
-                    "[yellow]invalid {task.fields[invalid]}[/]  "
-                    "[red]failed {task.fields[failed]}[/]  "
-                    "[magenta]429s {task.fields[throttled]}  retries {task.fields[retries]}"
+                    "[green]created {task.fields[created]}[/] "
+                    "[yellow]invalid {task.fields[invalid]}[/] "
+                    "[red]failed {task.fields[failed]}[/] "
+                    "[dim]skipped {task.fields[skipped]}[/] "
+                    "[magenta]429s {task.fields[throttled]} retries {task.fields[retries]}"
                 ),
                 console=self.out,
                 refresh_per_second=4,
