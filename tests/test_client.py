@@ -385,7 +385,8 @@ async def test_sandbox_command_delegates(capsys: pytest.CaptureFixture[str]) -> 
     """`contractsdk sandbox --help` is the emulator's own help."""
     from contractsdk.cli import main
 
-    with pytest.raises(SystemExit) as caught:
-        main(["sandbox", "--help"])
-    assert caught.value.code == 0
+    assert main(["sandbox", "--help"]) == 0
     assert "--write-rate" in capsys.readouterr().out
+    assert main(["sandbox", "--no-such-flag"]) == 2
+    err = capsys.readouterr().err
+    assert "contractsdk sandbox" in err and "python -m" not in err

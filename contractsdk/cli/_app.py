@@ -299,10 +299,10 @@ def run_sandbox(args: list[str]) -> int:
     """Run the emulator with its own options; its help is shown as ``contractsdk sandbox``."""
     from contractsdk.sandbox import _cli as sandbox_cli  # its parser, to name it right
 
-    if "-h" in args or "--help" in args:
-        click.echo(sandbox_cli.build_parser("contractsdk sandbox").format_help(), nl=False)
-        return 0
-    return sandbox_cli.main(args)
+    try:
+        return sandbox_cli.main(args, prog="contractsdk sandbox")
+    except SystemExit as exit:  # argparse's help (0) and usage errors (2)
+        return exit.code if isinstance(exit.code, int) else 1
 
 
 def parse(argv: Sequence[str]) -> Invocation | int:

@@ -145,17 +145,18 @@ async def _serve(server: SandboxServer, out: TextIO) -> None:
         await stop.wait()
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, prog: str = "python -m contractsdk.sandbox") -> int:
     """Run the emulator until interrupted.
 
     Args:
         argv: The arguments (without the program name); None reads ``sys.argv``.
+        prog: The program's name in usage lines and errors (``contractsdk sandbox``).
 
     Returns:
         The exit status: 0 after Ctrl-C or SIGTERM, 1 when the server cannot start,
         2 for bad arguments.
     """
-    parser = build_parser()
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     faults: tuple[FaultRule, ...] = ()
     try:
