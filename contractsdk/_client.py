@@ -31,6 +31,7 @@ from contractsdk._config import Environment, check_base_url, environment_from_en
 from contractsdk._converter import NO_CONTENT, structure, structure_list
 from contractsdk._exceptions import ConfigurationError, error_from_response
 from contractsdk._http import NOT_GIVEN, Call, Headers, NotGiven, Request, Response
+from contractsdk._ids import parse_id
 from contractsdk._logging import ClientStats, EventHook, Instrumentation, logger
 from contractsdk._ratelimit import (
     DEFAULT_MAX_PAUSE,
@@ -56,7 +57,7 @@ from contractsdk.resources import (
     Terms,
     Users,
 )
-from contractsdk.resources._base import Id, path_id
+from contractsdk.resources._base import Id
 from contractsdk.validation import TermSet, TermValues
 
 __all__ = ["ContractClient"]
@@ -696,7 +697,7 @@ class ContractClient:
 
     async def _term_set(self, template_id: Id, *, refresh: bool = False) -> TermSet:
         """Return a template version's terms, fetched once per template (single flight)."""
-        key = int(path_id(template_id, "template_id"))
+        key = parse_id(template_id, "template_id")
         future = self._term_sets.get(key)
         if future is None or refresh or (future.done() and future.exception() is not None):
             future = asyncio.ensure_future(self._fetch_terms(key))
@@ -848,9 +849,9 @@ class ContractClient:
             template_id = (await self.templates.latest(team_id, contract_type_id)).id
             if template_id is None:
                 raise ConfigurationError("the newest template version has no id; pass template_id=")
-        template = int(path_id(template_id, "template_id"))
+        template = parse_id(template_id, "template_id")
         (await self._term_set(template)).build_fields(values, require_all=require_all)
-        inviter = int(path_id(user_id, "user_id"))
+        inviter = parse_id(user_id, "user_id")
         prepared = await self.collaborators._prepare_all(
             parties, template_id=template, require_all=require_all_identity, inviter_id=inviter
         )

@@ -26,6 +26,7 @@ from contractsdk._exceptions import (
     ResponseValidationError,
 )
 from contractsdk._http import Response
+from contractsdk._ids import parse_id
 from contractsdk._values import iter_fields
 from contractsdk.identity import (
     IdentityProblem,
@@ -257,13 +258,13 @@ class Collaborators(Resource):
             roles = check_roles(party.roles)
             side = check_side(party.side)
             body: dict[str, Any] = {
-                "userId": int(path_id(party.user_id, "user_id")),
-                "inviterId": int(path_id(party.inviter_id or inviter_id, "inviter_id")),
+                "userId": parse_id(party.user_id, "user_id"),
+                "inviterId": parse_id(party.inviter_id or inviter_id, "inviter_id"),
                 "role": [role.value for role in roles],
                 "side": side.value,
             }
             if party.signatory_id is not None:
-                body["signatoryId"] = int(path_id(party.signatory_id, "signatory_id"))
+                body["signatoryId"] = parse_id(party.signatory_id, "signatory_id")
             if template_id is None:
                 fields = [
                     {"id": field_id, "value": text, "nestedFields": []}
