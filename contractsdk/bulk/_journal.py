@@ -37,11 +37,9 @@
 # the record that prevents a duplicate. FULL costs one fsync per commit (~0.5 ms here),
 # which the writer thread amortises by committing every queued change in one transaction.
 #
-# Threads: SQLite is blocking, so ``_writer.AsyncJournal`` owns the connection in a single
-# writer thread. Callers on the event loop queue operations and await futures; the thread
-# runs every queued operation in one transaction (a savepoint each), commits once, then
-# resolves the futures. A future resolves only after its change is committed, so an
-# awaited ``mark_sending`` means the mark is on disk before the request goes out.
+# Threads: one writer thread owns the connection and commits every queued operation in
+# one transaction; an awaited change is on disk (see ``_writer.py``). The decision of what
+# registering a row does is ``_admit.admit``; this class only asks and stores.
 """
 
 from __future__ import annotations
@@ -50,13 +48,12 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from contractsdk._exceptions import ConfigurationError
+from contractsdk.bulk._admit import Conflicts, admit
 from contractsdk.bulk._records import (
     STATES,
     JournalRecord,
@@ -65,116 +62,21 @@ from contractsdk.bulk._records import (
     Registered,
     RowState,
 )
-
-__all__ = [
-    "Journal",
-    "JournalError",
-    "JournalRecord",
-    "PreparedRow",
-    "Registered",
-    "RowState",
-    "SCHEMA_VERSION",
-    "STATES",
-]
-
-SCHEMA_VERSION = 1
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS job (
-    singleton   INTEGER PRIMARY KEY CHECK (singleton = 1),
-    job_id      TEXT NOT NULL,
-    identity    TEXT NOT NULL,
-    created     TEXT NOT NULL,
-    sdk_version TEXT NOT NULL,
-    schema      INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS runs (
-    run      INTEGER PRIMARY KEY,
-    mode     TEXT NOT NULL,
-    source   TEXT,
-    started  TEXT NOT NULL,
-    finished TEXT,
-    outcome  TEXT
-);
-CREATE TABLE IF NOT EXISTS templates (
-    team_id          INTEGER NOT NULL,
-    contract_type_id INTEGER NOT NULL,
-    template_id      INTEGER NOT NULL,
-    PRIMARY KEY (team_id, contract_type_id)
-);
-CREATE TABLE IF NOT EXISTS rows (
-    key         TEXT PRIMARY KEY,
-    row         INTEGER NOT NULL,
-    line        INTEGER,
-    digest      TEXT NOT NULL,
-    name        TEXT,
-    team_id     INTEGER,
-    template_id INTEGER,
-    state       TEXT NOT NULL
-                CHECK (state IN ('pending', 'sending', 'created', 'invalid', 'failed')),
-    contract_id INTEGER,
-    attempts    INTEGER NOT NULL DEFAULT 0,
-    error       TEXT,
-    retryable   INTEGER NOT NULL DEFAULT 0,
-    reconciled  INTEGER NOT NULL DEFAULT 0,
-    vals        TEXT,
-    run         INTEGER NOT NULL,
-    reported    INTEGER NOT NULL DEFAULT 0,
-    updated     TEXT NOT NULL
-) WITHOUT ROWID;
-CREATE UNIQUE INDEX IF NOT EXISTS rows_name ON rows (team_id, name) WHERE state != 'invalid';
-CREATE INDEX IF NOT EXISTS rows_state ON rows (state);
-CREATE INDEX IF NOT EXISTS rows_run ON rows (run, reported);
-CREATE TABLE IF NOT EXISTS team_contracts (
-    team_id     INTEGER NOT NULL,
-    name        TEXT NOT NULL,
-    contract_id INTEGER NOT NULL,
-    PRIMARY KEY (team_id, name, contract_id)
-) WITHOUT ROWID;
-"""
-
-#: The teams' listed contracts that no created row of the job claims: the one query behind
-#: every "could a contract of this name be ours, or someone else's?" question. A temporary
-#: view: each connection makes its own, and the file's schema is unchanged.
-_UNCLAIMED = """
-CREATE TEMP VIEW IF NOT EXISTS unclaimed AS
-SELECT t.team_id, t.name, t.contract_id FROM team_contracts AS t
-WHERE t.contract_id NOT IN (
-    SELECT r.contract_id FROM rows AS r
-    WHERE r.state = 'created' AND r.team_id = t.team_id AND r.contract_id IS NOT NULL
+from contractsdk.bulk._schema import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    UNCLAIMED,
+    JournalError,
+    _now,
+    check_journal_path,
 )
-"""
+
+__all__ = ["Journal", "JournalError", "SCHEMA_VERSION"]
 
 _COLUMNS = (
     "key, row, line, name, team_id, template_id, state, contract_id, attempts, error, "
     "retryable, reconciled, vals, run, reported, digest"
 )
-
-
-class JournalError(ConfigurationError):
-    """The journal cannot be used for this job (another job's, unreadable, or locked)."""
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-def check_journal_path(path: str | os.PathLike[str]) -> Path:
-    """Return the journal's path if a journal can live there.
-
-    Raises:
-        JournalError: Its directory does not exist, or the path is a directory.
-    """
-    journal = Path(path)
-    parent = journal.parent if str(journal.parent) else Path(".")
-    if not parent.is_dir():
-        raise JournalError(
-            f"the journal's directory {parent} does not exist; create it or choose another "
-            "journal path"
-        )
-    if journal.is_dir():
-        raise JournalError(f"the journal {journal} is a directory, not a file")
-    return journal
 
 
 class Journal:
@@ -211,9 +113,9 @@ class Journal:
             db.execute("PRAGMA busy_timeout=5000")
             journal = cls(db)
             if not readonly:
-                db.executescript(_SCHEMA)
+                db.executescript(SCHEMA)
             journal.header()  # proves the file is a journal
-            db.execute(_UNCLAIMED)
+            db.execute(UNCLAIMED)
         except sqlite3.DatabaseError as exc:
             raise JournalError(f"{target} is not a usable bulk journal: {exc}") from None
         return journal
@@ -356,7 +258,7 @@ class Journal:
         return written
 
     def register(self, run: int, rows: Iterable[PreparedRow]) -> list[Registered]:
-        """Record the rows of one chunk and decide, for each, whether to send it.
+        """Record the rows of one chunk, each as :func:`~contractsdk.bulk._admit.admit` decides.
 
         A row already created is skipped; an invalid row is recorded with its reasons; a
         row repeating an earlier row of this run, or using another row's contract name,
@@ -365,140 +267,91 @@ class Journal:
         """
         return [self._register(run, prepared) for prepared in rows]
 
-    def _carry_over(self, run: int, prepared: PreparedRow) -> JournalRecord:
-        """Move a row kept from an earlier run into this one (reported now, state kept)."""
-        self.db.execute(
-            "UPDATE rows SET run = ?, row = ?, line = ?, reported = ?, updated = ? WHERE key = ?",
-            (run, prepared.number, prepared.line, run, _now(), prepared.key),
-        )
-        record = self.get(prepared.key)
-        assert record is not None
-        return record
-
-    def _write_invalid(
-        self, prepared: PreparedRow, run: int, reasons: Sequence[str]
-    ) -> JournalRecord:
-        """Record a row as invalid for its reasons (reported in this run, never sent)."""
-        return self._write(
-            prepared,
-            run,
-            state="invalid",
-            error="\n".join(reasons),
-            retryable=0,
-            vals=None,
-            reported=run,
+    def conflicts(self, prepared: PreparedRow, existing: JournalRecord | None) -> Conflicts:
+        """Return what the journal knows about a row's contract name (one query each)."""
+        sent: tuple[int, ...] = ()
+        if existing is not None and existing.attempts > 0:
+            sent = self.unclaimed(existing.team_id, existing.name)
+        return Conflicts(
+            other_row=self.name_owner(prepared.team_id, prepared.name, prepared.key),
+            unclaimed=self.unclaimed(prepared.team_id, prepared.name),
+            unclaimed_sent=sent,
         )
 
     def _register(self, run: int, prepared: PreparedRow) -> Registered:
         existing = self.get(prepared.key)
-        if existing is not None and existing.run == run:
-            return self._duplicate_row(run, prepared, existing)
-        if existing is not None and existing.state == "created":
-            record = self._carry_over(run, prepared)
-            note = None
-            if existing.digest != prepared.digest:
-                note = (
-                    "the row changed since its contract was created; bulk create does not "
-                    "update contracts"
-                )
-            return Registered(record=record, send=False, skipped=True, note=note)
-        if existing is not None and existing.state == "sending":
-            # Reconciliation runs before any row is registered, so this only happens when
-            # the team could not be listed; never send a row whose outcome is unknown.
-            return Registered(record=self._carry_over(run, prepared), send=False)
-        if existing is not None and existing.attempts > 0:
-            blocked = self._ambiguous(run, prepared, existing)
-            if blocked is not None:
-                return blocked
-        reasons = list(prepared.reasons)
-        if not reasons:
-            reasons = self._name_conflicts(prepared, existing)
-        if reasons:
-            return Registered(record=self._write_invalid(prepared, run, reasons), send=False)
-        record = self._write(prepared, run, state="pending", error=None, retryable=0, reported=0)
-        return Registered(record=record, send=True)
+        decision = admit(existing, prepared, self.conflicts(prepared, existing), run=run)
+        action = decision.action
+        if action == "send":
+            record = self._write(
+                prepared, run, state="pending", error=None, retryable=0, reported=0
+            )
+            return Registered(record=record, send=True)
+        if action in ("skip", "hold"):
+            self.db.execute(
+                "UPDATE rows SET run = ?, row = ?, line = ?, reported = ?, updated = ? "
+                "WHERE key = ?",
+                (run, prepared.number, prepared.line, run, _now(), prepared.key),
+            )
+            kept = self.get(prepared.key)
+            assert kept is not None
+            return Registered(record=kept, send=False, skipped=action == "skip", note=decision.note)
+        if action == "blocked":
+            self.db.execute(
+                "UPDATE rows SET state = 'failed', retryable = 0, error = ?, run = ?, row = ?, "
+                "line = ?, reported = ?, updated = ? WHERE key = ?",
+                (
+                    decision.reasons[0],
+                    run,
+                    prepared.number,
+                    prepared.line,
+                    run,
+                    _now(),
+                    prepared.key,
+                ),
+            )
+            blocked = self.get(prepared.key)
+            assert blocked is not None
+            return Registered(record=blocked, send=False)
+        row = prepared
+        if action == "duplicate":
+            row = attrs.evolve(prepared, key=f"dup:{prepared.number}:{prepared.key}")
+        record = self._write(
+            row,
+            run,
+            state="invalid",
+            error="\n".join(decision.reasons),
+            retryable=0,
+            vals=None,
+            reported=run,
+        )
+        return Registered(record=record, send=False, duplicate=action == "duplicate")
 
-    def _unclaimed(self, team_id: int | None, name: str | None) -> list[int]:
+    def name_owner(
+        self, team_id: int | None, name: str | None, key: str
+    ) -> tuple[int, str, int | None] | None:
+        """Return ``(row, state, contract id)`` of another valid row of a team with this name."""
+        if name is None:
+            return None
+        found = self.db.execute(
+            "SELECT row, state, contract_id FROM rows "
+            "WHERE team_id IS ? AND name = ? AND state != 'invalid' AND key != ?",
+            (team_id, name, key),
+        ).fetchone()
+        return (int(found[0]), str(found[1]), found[2]) if found is not None else None
+
+    def unclaimed(self, team_id: int | None, name: str | None) -> tuple[int, ...]:
         """Return the ids of listed contracts of a team with this name that no row claims."""
         if name is None or team_id is None:
-            return []
-        return [
+            return ()
+        return tuple(
             found[0]
             for found in self.db.execute(
                 "SELECT contract_id FROM unclaimed WHERE team_id = ? AND name = ? "
                 "ORDER BY contract_id",
                 (team_id, name),
             )
-        ]
-
-    def _ambiguous(
-        self, run: int, prepared: PreparedRow, existing: JournalRecord
-    ) -> Registered | None:
-        """Keep a row that was sent from being sent again while its name is in the listing.
-
-        Reconciliation made the row ``created`` when one unclaimed contract had its name;
-        several (a twin made outside the job's control) leave it here: it is not sent,
-        and is reported ``failed`` until the team's contracts are sorted out by hand.
-        """
-        matches = self._unclaimed(existing.team_id, existing.name)
-        if not matches:
-            return None
-        ids = ", ".join(map(str, matches))
-        self.db.execute(
-            "UPDATE rows SET state = 'failed', retryable = 0, error = ?, run = ?, row = ?, "
-            "line = ?, reported = ?, updated = ? WHERE key = ?",
-            (
-                f"{len(matches)} contract(s) named {existing.name!r} in team {existing.team_id} "
-                f"(ids {ids}) could be this row's; check them by hand (it is not sent again)",
-                run,
-                prepared.number,
-                prepared.line,
-                run,
-                _now(),
-                prepared.key,
-            ),
         )
-        record = self.get(prepared.key)
-        assert record is not None
-        return Registered(record=record, send=False)
-
-    def _duplicate_row(self, run: int, prepared: PreparedRow, first: JournalRecord) -> Registered:
-        if prepared.key_label.startswith("key "):
-            reason = f"{prepared.key_label} is also the key of row {first.row}"
-        else:
-            reason = f"the same row as row {first.row}"
-        reasons = (*prepared.reasons, reason)
-        duplicate = attrs.evolve(
-            prepared, key=f"dup:{prepared.number}:{prepared.key}", reasons=reasons
-        )
-        record = self._write_invalid(duplicate, run, reasons)
-        return Registered(record=record, send=False, duplicate=True)
-
-    def _name_conflicts(self, prepared: PreparedRow, existing: JournalRecord | None) -> list[str]:
-        if prepared.name is None:
-            return []
-        other = self.db.execute(
-            "SELECT row, state, contract_id FROM rows "
-            "WHERE team_id IS ? AND name = ? AND state != 'invalid' AND key != ?",
-            (prepared.team_id, prepared.name, prepared.key),
-        ).fetchone()
-        if other is not None:
-            row, state, contract_id = other
-            created = f" (created as contract {contract_id})" if state == "created" else ""
-            return [
-                f"the contract name {prepared.name!r} is also used by row {row}{created}; "
-                "names must be unique within a job so that each contract can be found again"
-            ]
-        if existing is None or existing.attempts == 0 or existing.name != prepared.name:
-            # A contract of this name that no request of ours could have made.
-            found = self._unclaimed(prepared.team_id, prepared.name)
-            if found:
-                return [
-                    f"team {prepared.team_id} already has a contract named {prepared.name!r} "
-                    f"(contract {found[0]}) that this job did not create; rename the row or "
-                    "remove that contract"
-                ]
-        return []
 
     def mark_sending(self, key: str) -> int:
         """Mark a row ``sending`` and count the attempt; return the attempts so far.
@@ -631,7 +484,7 @@ class Journal:
         result = ListingResult()
         now = _now()
         for key, name, state in candidates:
-            matches = self._unclaimed(team_id, name)
+            matches = self.unclaimed(team_id, name)
             if len(matches) == 1:
                 self.db.execute(
                     "UPDATE rows SET state = 'created', contract_id = ?, reconciled = 1, "
@@ -734,13 +587,6 @@ class Journal:
             (*states, after, limit),
         )
         return [JournalRecord.from_db(found) for found in cursor]
-
-    def reconciled_count(self, run: int) -> int:
-        """Return how many rows of a run were found by reconciliation."""
-        found = self.db.execute(
-            "SELECT count(*) FROM rows WHERE run = ? AND reconciled = 1", (run,)
-        ).fetchone()
-        return int(found[0])
 
     def copy_to(self, path: Path) -> None:
         """Write a consistent copy of the journal to ``path`` (SQLite's backup API)."""

@@ -22,7 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from contractsdk.bulk._journal import Journal, JournalError, check_journal_path
+from contractsdk.bulk._journal import Journal
+from contractsdk.bulk._schema import JournalError, check_journal_path
 
 __all__ = ["AsyncJournal"]
 

@@ -1,0 +1,119 @@
+"""Send, skip or refuse: what registering a row decides, as a pure function of the facts.
+
+The journal answers the questions (is this key known? does another row use this name?
+which listed contracts of this name does no row claim?) and stores the answer; the
+decision itself is :func:`admit`, tested without SQLite. The rules, in order::
+
+    the key was registered earlier in this run        duplicate: invalid under a derived key
+    the row was created by an earlier run             skip (noted if its content changed)
+    its outcome is unknown (``sending``)              hold: not sent until reconciled
+    it was sent before and unclaimed contracts
+      carry its name                                  blocked: failed, check by hand
+    it has problems of its own                        invalid, with them
+    another row of the team uses its name             invalid
+    the team has a contract of that name that no
+      request of this job could have made             invalid
+    otherwise                                         send
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import attrs
+
+from contractsdk.bulk._records import JournalRecord, PreparedRow
+
+__all__ = ["Admission", "Conflicts", "admit"]
+
+Action = Literal["duplicate", "skip", "hold", "blocked", "invalid", "send"]
+
+
+@attrs.frozen(kw_only=True)
+class Conflicts:
+    """What the journal knows about a row's contract name.
+
+    Attributes:
+        other_row: Another row of the team using the name: ``(row, state, contract id)``.
+        unclaimed: Ids of listed contracts of the team with the row's name that no row
+            of the job claims.
+        unclaimed_sent: The same for the name the row had when it was last sent (when it
+            was sent before), which may differ from its name now.
+    """
+
+    other_row: tuple[int, str, int | None] | None = None
+    unclaimed: tuple[int, ...] = ()
+    unclaimed_sent: tuple[int, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class Admission:
+    """What to do with a row: the action, and the reasons or note that go with it."""
+
+    action: Action
+    reasons: tuple[str, ...] = ()
+    note: str | None = None
+
+
+def admit(
+    existing: JournalRecord | None, row: PreparedRow, conflicts: Conflicts, *, run: int
+) -> Admission:
+    """Decide what registering ``row`` does (the rules in the module docstring).
+
+    Args:
+        existing: The journal's record of the row's key, if any.
+        row: The prepared row.
+        conflicts: What the journal knows about its name.
+        run: The current run.
+    """
+    if existing is not None and existing.run == run:
+        if row.key_label.startswith("key "):
+            reason = f"{row.key_label} is also the key of row {existing.row}"
+        else:
+            reason = f"the same row as row {existing.row}"
+        return Admission(action="duplicate", reasons=(*row.reasons, reason))
+    if existing is not None and existing.state == "created":
+        note = None
+        if existing.digest != row.digest:
+            note = (
+                "the row changed since its contract was created; bulk create does not "
+                "update contracts"
+            )
+        return Admission(action="skip", note=note)
+    if existing is not None and existing.state == "sending":
+        # Reconciliation runs before any row is registered, so this only happens when
+        # the team could not be listed; never send a row whose outcome is unknown.
+        return Admission(action="hold")
+    if existing is not None and existing.attempts > 0 and conflicts.unclaimed_sent:
+        ids = ", ".join(map(str, conflicts.unclaimed_sent))
+        return Admission(
+            action="blocked",
+            reasons=(
+                f"{len(conflicts.unclaimed_sent)} contract(s) named {existing.name!r} in team "
+                f"{existing.team_id} (ids {ids}) could be this row's; check them by hand (it is "
+                "not sent again)",
+            ),
+        )
+    if row.reasons:
+        return Admission(action="invalid", reasons=row.reasons)
+    if row.name is not None and conflicts.other_row is not None:
+        other, state, contract_id = conflicts.other_row
+        created = f" (created as contract {contract_id})" if state == "created" else ""
+        return Admission(
+            action="invalid",
+            reasons=(
+                f"the contract name {row.name!r} is also used by row {other}{created}; "
+                "names must be unique within a job so that each contract can be found again",
+            ),
+        )
+    could_be_ours = existing is not None and existing.attempts > 0 and existing.name == row.name
+    if row.name is not None and not could_be_ours and conflicts.unclaimed:
+        return Admission(
+            action="invalid",
+            reasons=(
+                f"team {row.team_id} already has a contract named {row.name!r} (contract "
+                f"{conflicts.unclaimed[0]}) that this job did not create; rename the row or "
+                "remove that contract",
+            ),
+        )
+    return Admission(action="send")
