@@ -6,11 +6,12 @@ import io
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from contractsdk import ConfigurationError
 from contractsdk.bulk import BulkProgress, format_progress
 from contractsdk.bulk._model import estimate_seconds
-from contractsdk.cli._bulk import Progress, parse_columns
+from contractsdk.cli._bulk import ProgressView, parse_columns
 
 
 def progress(**changes: Any) -> BulkProgress:
@@ -91,47 +92,42 @@ class FakeJob:
         return self.snapshot
 
 
-class Stream(io.StringIO):
-    def __init__(self, tty: bool) -> None:
-        super().__init__()
-        self.tty = tty
-
-    def isatty(self) -> bool:
-        return self.tty
+def console(*, terminal: bool) -> Console:
+    return Console(file=io.StringIO(), force_terminal=terminal, width=160, color_system=None)
 
 
-def test_progress_redraws_one_line_on_a_terminal() -> None:
-    """On a TTY each draw rewrites the line in place; messages and the end add newlines."""
-    stream = Stream(tty=True)
-    display = Progress(FakeJob(), stream)  # type: ignore[arg-type]  # duck-typed job
-    display.draw()
-    display.draw()
-    display.say("stopping")
-    display.finish()
-    text = stream.getvalue()
-    assert text.count("\r") == 3
-    assert "\x1b[K" in text
-    assert "\nstopping\n" in text
-    assert text.endswith("\n")
+def output(out: Console) -> str:
+    stream = out.file
+    assert isinstance(stream, io.StringIO)
+    return stream.getvalue()
+
+
+def test_progress_draws_a_bar_on_a_terminal() -> None:
+    """On a terminal: a bar with percent, rows, the send rate and the counts."""
+    out = console(terminal=True)
+    with ProgressView(FakeJob(), out) as view:  # type: ignore[arg-type]  # duck-typed job
+        view.draw()
+    text = output(out)
+    assert "%" in text and "rows/s" in text and "429s" in text
 
 
 def test_progress_prints_plain_lines_elsewhere() -> None:
-    """Without a TTY (logs, CI) each draw is a plain line."""
-    stream = Stream(tty=False)
-    display = Progress(FakeJob(), stream)  # type: ignore[arg-type]  # duck-typed job
-    display.draw()
-    display.finish()
-    lines = stream.getvalue().splitlines()
-    assert len(lines) == 2 and "\r" not in stream.getvalue()
+    """Off a terminal (logs, CI) each draw is one plain line, and one more at the end."""
+    out = console(terminal=False)
+    with ProgressView(FakeJob(), out) as view:  # type: ignore[arg-type]  # duck-typed job
+        view.draw()
+    lines = output(out).splitlines()
+    assert len(lines) == 2
+    assert all("rows/s" in line and "ETA" in line for line in lines)
+    assert "\r" not in output(out) and "\x1b" not in output(out)
 
 
 def test_quiet_progress_draws_nothing() -> None:
     """--quiet: no progress at all."""
-    stream = Stream(tty=True)
-    display = Progress(FakeJob(), stream, enabled=False)  # type: ignore[arg-type]  # duck-typed
-    display.draw()
-    display.finish()
-    assert stream.getvalue() == ""
+    out = console(terminal=True)
+    with ProgressView(FakeJob(), out, enabled=False) as view:  # type: ignore[arg-type]
+        view.draw()
+    assert output(out) == ""
 
 
 def test_column_flags() -> None:
