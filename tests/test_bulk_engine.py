@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from contractsdk import ConfigurationError, Request, Response, Retries
+from contractsdk import AuthenticationError, ConfigurationError, Request, Response, Retries
 from contractsdk.bulk import BulkJob, JournalError, RowOutcome
 from contractsdk.bulk._journal import Journal
 from contractsdk.bulk._records import PreparedRow
@@ -365,7 +365,7 @@ async def test_bad_credentials_stop_the_job() -> None:
 
     async with client_for(handler) as client:
         job = job_for(client, list(rows(100)), concurrency=2)
-        with pytest.raises(Exception, match="401"):
+        with pytest.raises(AuthenticationError, match="401"):
             await collect(job)
     assert job.summary is not None and job.summary.stopped
     assert job.summary.failed <= 4  # only the requests already started

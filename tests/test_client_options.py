@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from contractsdk import ConfigurationError, ContractClient, Request, Response, Retries
+from contractsdk import ConfigurationError, ContractClient, Request, Response, Retries, ServerError
 from contractsdk.sandbox import SandboxServer
 from contractsdk.testing import MockTransport, json_response
 from tests.conftest import API_KEY
@@ -76,7 +76,7 @@ async def test_retries_per_call_keep_the_budget() -> None:
         assert patient._retrier.budget is client._retrier.budget
         once = client.with_options(retries=None)
         calls = 0
-        with pytest.raises(Exception, match="503"):
+        with pytest.raises(ServerError, match="503"):
             await once.users.get(7)
         assert calls == 1
 
