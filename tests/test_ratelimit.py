@@ -23,7 +23,7 @@ from contractsdk._ratelimit import (
     bucket_name,
 )
 from contractsdk._ratelimit._control import BETA
-from contractsdk._ratelimit._limiter import IDLE_SPREAD
+from contractsdk._ratelimit._queue import IDLE_SPREAD
 from tests._fakeclock import WALL_OFFSET, FakeClock
 
 NOW_WALL = WALL_OFFSET + 1000.0  # FakeClock() starts at 1000.0

@@ -7,12 +7,14 @@ it was granted), so nothing passes through hidden context variables.
 
 Three parts, each replaceable on its own:
 
-* the queue (this module): FIFO waiters, deadlines, cancellation;
+* the queue (``_queue.py``): FIFO waiters, deadlines, cancellation, and the grants;
 * the store (``_store.py`` in this process, ``_redis.py`` through Redis): the GCRA
   schedule that hands out slots, and the learning state;
 * the learning policy (``_control.py``): pure, ``(state, observation, now) -> decision``.
 
-Invariants of one bucket's queue (they hold whenever no code of this module runs):
+This module is the limiter itself: the two queues, what an answer teaches (``record``,
+``note`` and ``learn``), and the snapshots of its state. Invariants of one bucket's queue
+(they hold whenever no code of the limiter runs):
 
 1. FIFO: requests are granted in arrival order. The fast path (no await before the grant)
    is taken only when nobody is queued, so a newcomer never overtakes a waiter.
@@ -32,15 +34,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import math
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 
 import attrs
 
-from contractsdk._exceptions import RateLimiterTimeoutError
 from contractsdk._headers import (
     _NO_HINTS,
     RateLimitHints,
@@ -51,45 +50,13 @@ from contractsdk._headers import (
 from . import _control
 from ._control import Control, Observation
 from ._limits import DEFAULT_MAX_PAUSE, BucketName, RateLimits, bucket_name
-from ._store import IDLE_GAP, LocalStore, Meter, Schedule, Slot, Store
+from ._queue import Grant, _burst_cap, _Queue
+from ._store import IDLE_GAP, LocalStore, Store
 
 __all__ = ["BucketState", "Grant", "RateLimiter", "RateLimiterState"]
 
-_EPSILON = 1e-9
 #: Through a shared store, a learnt rate is written when it moved by more than this share.
 PUBLISH_STEP = 0.02
-#: After an idle spell, a burst stops this many seconds' worth of requests (and one more)
-#: short of the server's known burst.
-IDLE_SPREAD = 0.01
-#: A rate rise this large wakes the sleeping head to reserve again sooner.
-_KICK_RATIO = 1.05
-
-
-class Grant:
-    """A request's permission to go, handed back to :meth:`RateLimiter.record`.
-
-    A plain slotted class, not attrs: one is made per request, on the hot path.
-
-    Attributes:
-        bucket: ``"read"`` or ``"write"``.
-        epoch: The learning epoch it was granted in (a 429 for it is fresh when the
-            bucket is still in this epoch).
-        waited: Seconds it spent waiting.
-        seq: Its number among this process's grants of the bucket (a 429 for a request
-            granted before the last 429 was answered is an echo of it, not one more in a
-            row).
-    """
-
-    __slots__ = ("bucket", "epoch", "seq", "waited")
-
-    def __init__(self, bucket: BucketName, epoch: int, waited: float, seq: int = 0) -> None:
-        self.bucket: BucketName = bucket
-        self.epoch = epoch
-        self.waited = waited
-        self.seq = seq
-
-    def __repr__(self) -> str:
-        return f"Grant({self.bucket!r}, epoch={self.epoch}, waited={self.waited:.3f})"
 
 
 @attrs.frozen(kw_only=True)
@@ -148,282 +115,6 @@ class RateLimiterState:
 
     def __getitem__(self, name: BucketName) -> BucketState:
         return self.read if name == "read" else self.write
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
-
-
-class _Waiter:
-    __slots__ = ("arrived", "deadline", "future")
-
-    def __init__(self, arrived: float, deadline: float | None) -> None:
-        self.arrived = arrived
-        self.deadline = deadline
-        # Set only for a waiter that is not the head on arrival; resolved on promotion.
-        self.future: asyncio.Future[None] | None = None
-
-
-class _Queue:
-    """One bucket: its waiters, what this process measured, and its view of the limits."""
-
-    def __init__(self, name: BucketName, limiter: RateLimiter) -> None:
-        self.name: BucketName = name
-        self._limiter = limiter
-        self._queue: deque[_Waiter] = deque()
-        self._deadlines = 0  # waiters in the queue with a deadline
-        self._wake: asyncio.Future[None] | None = None
-        # What this process measured in the current epoch (for the admitted share).
-        self.epoch = 0
-        self.answered = 0
-        self.admitted = 0
-        self.epoch_start = 0.0  # busy time this process saw the epoch begin
-        self.max_reset = 1.0  # the longest counter reset seen: the window is at least this
-        self.admitted_meter = Meter()  # answers that were not 429, per busy second
-        self.busy = 0.0
-        self.busy_at = 0.0  # the local clock when `busy` was read from the store
-        self.sent = 0.0
-        self.backlogged = False
-        self.server_rate: float | None = None
-        self.server_burst = 1.0
-        self.server_limit: float | None = None
-        self.server_remaining: float | None = None
-        self.granted = 0
-        self.throttles = 0
-        self.streak = 0  # 429s in a row (see Grant.seq)
-        self.echo_seq = 0  # grants up to this one were out when the last 429 came
-        self.waited = 0.0
-        self.schedule = Schedule(rate=None, tau=0.0, burst=1.0)
-        self.schedule_phase = "off"  # the phase of the learning state the schedule is from
-
-    # -- the schedule the store hands slots out by ---------------------------------------
-
-    def reschedule(self, control: Control) -> None:
-        """Derive the schedule from the learning state and what is known of the server."""
-        self.schedule_phase = control.phase
-        rate = control.rate
-        burst = self.capacity
-        if rate is None:
-            self.schedule = Schedule(rate=None, tau=0.0, burst=burst)
-            return
-        # The tolerance: the known burst, plus what pacing at PACING of the limit leaves
-        # spare per interval. More (to catch up with a late event loop) would meet a
-        # strict server (burst 1: nginx's limit_req without burst) with 429s.
-        tau = (burst - 1 + (1 - _control.PACING)) / rate
-        old = self.schedule.rate
-        # After an idle spell a burst of exactly B would empty the server's bucket, and the
-        # next request, one interval later, would meet it with nothing to spare: the burst
-        # itself queues in this event loop and on the way, so its first request reaches the
-        # server late (7 ms for 20 requests, measured) and the server's refill starts late.
-        # A request plus IDLE_SPREAD seconds' worth of margin absorbs that.
-        at_once = max(1.0, burst - 1.0 - rate * IDLE_SPREAD)
-        self.schedule = Schedule(rate=rate, tau=tau, burst=at_once)
-        if old is not None and rate < old:
-            self._invalidate()
-        elif old is None or rate > old * _KICK_RATIO:
-            self._kick()
-
-    @property
-    def capacity(self) -> float:
-        """The server's known burst: the configured one, or the most its headers showed."""
-        return float(self._limiter.limits.burst or self.server_burst)
-
-    def ceiling(self) -> float | None:
-        """The known limit: the configured rate or the server's declared one, the lower."""
-        configured = self._limiter.limits.rate(self.name)
-        server = self.server_rate
-        if configured is None or server is None:
-            return server if configured is None else configured
-        return min(configured, server)
-
-    # -- waiting -----------------------------------------------------------------------
-
-    def try_now(self) -> Grant | None:
-        """Grant at once, without suspending, if nobody waits and a slot is free now."""
-        limiter = self._limiter
-        local = limiter._local
-        if self._queue or local is None:
-            return None
-        now = limiter._clock()
-        taken = local.take_fast(self.name, self.schedule, now, max_wait=0.0)
-        if type(taken) is float:
-            return None
-        _, busy, backlogged, control, _, _, _ = taken  # type: ignore[misc]
-        return self._granted(busy, -1.0, backlogged, control, 0.0, now)
-
-    async def acquire(self, timeout: float | None) -> Grant:
-        grant = self.try_now()
-        if grant is not None:
-            return grant
-        limiter = self._limiter
-        now = limiter._clock()
-        waiter = _Waiter(now, None if timeout is None else now + timeout)
-        if timeout is not None:
-            wait = limiter._projected_wait(self, len(self._queue))
-            if wait > timeout + _EPSILON:
-                raise self._timeout_error(wait, timeout)
-        self._queue.append(waiter)
-        if waiter.deadline is not None:
-            self._deadlines += 1
-        try:
-            if len(self._queue) > 1:
-                waiter.future = asyncio.get_running_loop().create_future()
-                await waiter.future
-            slot = await self._reserve_and_sleep(waiter)
-        except BaseException:
-            self._leave(waiter)
-            raise
-        self._pop_head()
-        waited = limiter._clock() - waiter.arrived
-        self.waited += waited
-        return self._grant(slot, waited)
-
-    async def _reserve_and_sleep(self, waiter: _Waiter) -> Slot:
-        """As the head: reserve a slot and sleep until it.
-
-        Woken early (a pause, a new rate), the slot no longer says when to go: the head
-        gives it back and reserves again under the new schedule.
-        """
-        limiter = self._limiter
-        store = limiter._store
-        while True:
-            now = limiter._clock()
-            max_wait = None if waiter.deadline is None else max(0.0, waiter.deadline - now)
-            slot = await store.reserve(self.name, self.schedule, max_wait=max_wait)
-            if not isinstance(slot, Slot):
-                raise self._timeout_error(limiter._clock() + slot - waiter.arrived, waiter)
-            if slot.wait <= 0:
-                return slot
-            due = now + slot.wait
-            try:
-                await self._nap(slot.wait)
-            except BaseException:
-                await _quietly(store.release(self.name, slot))
-                raise
-            if limiter._clock() >= due - _EPSILON:
-                return slot
-            await _quietly(store.release(self.name, slot))
-
-    async def _nap(self, seconds: float) -> None:
-        """Sleep as the head for ``seconds``, or until :meth:`_kick` wakes it earlier."""
-        wake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        sleeper = asyncio.ensure_future(self._limiter._sleep(seconds))
-        sleeper.add_done_callback(lambda _: _resolve(wake))
-        self._wake = wake
-        try:
-            await wake
-        finally:
-            self._wake = None
-            if sleeper.done():
-                if not sleeper.cancelled():
-                    sleeper.result()  # an error of the injected sleep surfaces here
-            else:
-                sleeper.cancel()
-
-    def _kick(self) -> None:
-        """Make the sleeping head look again now."""
-        if self._wake is not None:
-            _resolve(self._wake)
-
-    def _invalidate(self) -> None:
-        """Reservations no longer hold (a pause, a slower rate): the head reserves again."""
-        self._kick()
-        self._expire()
-
-    def _pop_head(self) -> None:
-        """Remove the head and promote the next waiter, whose future wakes it."""
-        if self._queue.popleft().deadline is not None:
-            self._deadlines -= 1
-        if self._queue and (future := self._queue[0].future) is not None:
-            _resolve(future)
-
-    def _leave(self, waiter: _Waiter) -> None:
-        """Take a waiter that gives up (cancelled, timed out) out of the queue."""
-        if self._queue and self._queue[0] is waiter:
-            self._pop_head()
-        elif waiter in self._queue:  # not if _expire took it out already
-            self._queue.remove(waiter)
-            if waiter.deadline is not None:
-                self._deadlines -= 1
-
-    def _expire(self) -> None:
-        """Fail, at once, queued waiters whose projected grant now falls past their deadline.
-
-        The head is only woken: it checks its own deadline. Free when nobody set a timeout.
-        """
-        if not self._deadlines or len(self._queue) < 2:
-            return
-        limiter = self._limiter
-        now = limiter._clock()
-        kept: deque[_Waiter] = deque([self._queue[0]])
-        for waiter in itertools.islice(self._queue, 1, None):
-            wait = limiter._projected_wait(self, len(kept))
-            if waiter.deadline is not None and now + wait > waiter.deadline + _EPSILON:
-                if waiter.future is not None and not waiter.future.done():
-                    error = self._timeout_error(now + wait - waiter.arrived, waiter)
-                    waiter.future.set_exception(error)
-                self._deadlines -= 1
-                continue
-            kept.append(waiter)
-        self._queue.clear()
-        self._queue.extend(kept)
-
-    def _timeout_error(
-        self, wait: float, timeout: float | _Waiter | None
-    ) -> RateLimiterTimeoutError:
-        if isinstance(timeout, _Waiter):
-            timeout = None if timeout.deadline is None else timeout.deadline - timeout.arrived
-        return RateLimiterTimeoutError(
-            f"the {self.name} rate limit would hold this request {wait:.3f} s, "
-            f"more than its timeout of {timeout or 0.0:.3f} s",
-            bucket=self.name,
-            wait=wait,
-        )
-
-    def _grant(self, slot: Slot, waited: float) -> Grant:
-        """Count a slot as granted."""
-        return self._granted(
-            slot.busy, slot.sent, slot.backlogged, slot.control, waited, self._limiter._clock()
-        )
-
-    def _granted(
-        self,
-        busy: float,
-        sent: float,
-        backlogged: bool,
-        control: Control,
-        waited: float,
-        now: float,
-    ) -> Grant:
-        """Count a grant and return it.
-
-        From the slot: its busy time, send rate (-1.0: not measured), backlog and learning
-        state; then the seconds waited and the clock it was reserved at.
-        """
-        self.granted += 1
-        self.busy = busy
-        self.busy_at = now
-        if sent >= 0:
-            self.sent = sent
-        self.backlogged = backlogged or bool(self._queue)
-        if control.epoch != self.epoch:  # another process lowered the shared rate
-            self.epoch = control.epoch
-            self.answered = self.admitted = 0
-            self.epoch_start = busy
-        if control.rate != self.schedule.rate or control.phase != self.schedule_phase:
-            self.reschedule(control)
-        return Grant(self.name, control.epoch, waited, self.granted)
-
-    @property
-    def waiting(self) -> int:
-        return len(self._queue)
-
-
-async def _quietly(awaitable: Awaitable[None]) -> None:
-    """Await best-effort work (giving a slot back) whose failure changes nothing."""
-    with contextlib.suppress(Exception):  # a slot not given back is a slot lost, no more
-        await awaitable
 
 
 class RateLimiter:
@@ -762,9 +453,3 @@ def _significant(old: Control, new: Control) -> bool:
     if old.rate is None or new.rate is None:
         return old.rate != new.rate
     return abs(new.rate - old.rate) > PUBLISH_STEP * old.rate
-
-
-def _burst_cap(queue: _Queue) -> float:
-    """The most a server's ``Remaining`` may raise the known burst: a second's worth."""
-    rate = queue.schedule.rate or queue.ceiling()
-    return max(1.0, rate) if rate else 1.0
