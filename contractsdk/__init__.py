@@ -1,8 +1,8 @@
 """contractsdk: the async-first Python SDK for the Contract Service API (Legislate)."""
 
-from ._auth import ApiKey, ClientCredentials
 from ._client import ContractClient
 from ._config import Environment
+from ._credentials import ApiKey, ClientCredentials
 from ._exceptions import (
     APIError,
     AuthenticationError,

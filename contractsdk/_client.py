@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
-from contractsdk._auth import ApiKey, Auth, ClientCredentials, StaticAuth, TokenAuth
+from contractsdk._auth import Auth, StaticAuth, TokenAuth
 from contractsdk._config import Environment, check_base_url, environment_from_env
 from contractsdk._converter import NO_CONTENT, structure, structure_list
+from contractsdk._credentials import ApiKey, ClientCredentials
 from contractsdk._exceptions import ConfigurationError, error_from_response
 from contractsdk._http import NOT_GIVEN, Call, Headers, NotGiven, Request, Response
 from contractsdk._ids import parse_id

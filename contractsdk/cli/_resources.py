@@ -12,8 +12,8 @@ from typing import Any
 
 import click
 
-from contractsdk._auth import ClientCredentials
 from contractsdk._client import ContractClient
+from contractsdk._credentials import ClientCredentials
 from contractsdk._exceptions import ConfigurationError
 from contractsdk.cli._app import argument, cli, numeric_id, runs
 from contractsdk.cli._output import console, dump_json, print_pairs, print_table
