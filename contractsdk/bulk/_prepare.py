@@ -16,6 +16,7 @@ from contractsdk.bulk._records import PreparedRow
 from contractsdk.bulk._rows import content_digest, map_row, parse_target_id, row_key
 from contractsdk.bulk._spec import JobSpec
 from contractsdk.validation import TermSet
+from contractsdk.validation._payload import CheckedValues
 
 __all__ = ["RowTargets", "prepare_row", "row_targets"]
 
@@ -102,9 +103,11 @@ def prepare_row(
     digest = content_digest(mapped.values, targets.per_row)
     label = f"key {mapped.key_value!r}" if mapped.key_value is not None else "the row"
     values: dict[str, str] | None = None
+    checked: CheckedValues | None = None
     if not reasons and terms is not None:
         try:
-            values = terms.validate(mapped.values, require_all=spec.require_all)
+            checked = terms.check(mapped.values, require_all=spec.require_all)
+            values = checked.by_name
         except TermValidationError as exc:
             reasons.extend(str(problem) for problem in exc.problems)
     match_term = spec.match_term
@@ -129,4 +132,5 @@ def prepare_row(
         template_id=targets.template_id,
         values=values if not reasons else None,
         reasons=tuple(reasons),
+        checked=checked if not reasons else None,
     )

@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 import attrs
 
+from contractsdk.validation._payload import CheckedValues
+
 __all__ = ["ListingResult", "JournalRecord", "PreparedRow", "Registered", "RowState", "STATES"]
 
 RowState = Literal["pending", "sending", "created", "invalid", "failed"]
@@ -30,6 +32,9 @@ class PreparedRow:
         template_id: The template version.
         values: The validated values, or None when the row is invalid.
         reasons: Why the row is invalid (empty when it is valid).
+        checked: The values as checked against the terms, ready to send (the run sends
+            these, so a row is validated once); None when the row is invalid.
+        parties: Each party's checked identity values ``{party: {field id: value}}``.
     """
 
     number: int
@@ -42,6 +47,8 @@ class PreparedRow:
     template_id: int | None
     values: Mapping[str, str] | None
     reasons: tuple[str, ...] = ()
+    checked: CheckedValues | None = attrs.field(default=None, eq=False, repr=False)
+    parties: Mapping[str, Mapping[int, str]] = attrs.field(factory=dict, eq=False)
 
 
 @attrs.frozen(kw_only=True)

@@ -29,6 +29,7 @@ from contractsdk.bulk._tally import Tally
 from contractsdk.bulk._targets import TargetError, Targets
 from contractsdk.bulk._writer import AsyncJournal
 from contractsdk.validation import TermSet
+from contractsdk.validation._payload import CheckedValues
 
 if TYPE_CHECKING:
     from contractsdk._client import ContractClient
@@ -95,6 +96,9 @@ class Run:
         self.listed: set[int] = set()
         self.reconcile_error: ContractSDKError | None = None
         self.last_unknown: float | None = None
+        # The checked values of rows queued to send, by key: a row is validated once, when
+        # prepared. Bounded by the send queue: an entry is taken when its row is sent.
+        self.checked: dict[str, CheckedValues] = {}
         if stopped:
             self.stop()
 
@@ -231,6 +235,7 @@ class Run:
                     self.tally.count_unread(len(chunk))
                     continue  # to the end of the file: every row is then counted
                 prepared = [await self._prepare(row) for row in chunk]
+                checked = {row.key: row.checked for row in prepared if row.checked is not None}
                 registered = await self.journal.call(
                     partial(Journal.register, run=self.run, rows=prepared)
                 )
@@ -242,6 +247,9 @@ class Run:
                             )
                         )
                     elif not self.dry_run and not self.stopping:
+                        key = decision.record.key
+                        if key in checked:
+                            self.checked[key] = checked[key]
                         await self.send.put(decision.record)
                     # else: a dry run, or stopping: reported as "pending" at the end
         self.input_read = True
@@ -303,6 +311,9 @@ class Run:
                 require_all=spec.require_all,
                 idempotency_key=idempotency_key(self.job_id, key),
                 trust_key=False,
+                # Checked when the row was prepared in this run; a row sent again from the
+                # journal (a later round, ``retry``) is checked here, once in its run.
+                checked=self.checked.pop(key, None),
             )
         except TermValidationError as exc:
             # The template's terms changed since the row was checked (a refreshed cache).

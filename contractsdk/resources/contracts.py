@@ -16,6 +16,7 @@ from contractsdk.models import Contract, ContractField, Link
 from contractsdk.models._base import id_from_href
 from contractsdk.resources._base import Id, Resource, path_id
 from contractsdk.validation import TermValues, unchecked_fields
+from contractsdk.validation._payload import CheckedValues
 
 __all__ = ["Contracts", "flatten_fields"]
 
@@ -125,18 +126,23 @@ class Contracts(Resource):
         idempotency_key: str | None,
         trust_key: bool = True,
         source_contract: int | None = None,
+        checked: CheckedValues | None = None,
     ) -> Contract:
         """Create a contract as :meth:`create` does.
 
         With ``trust_key`` False an ambiguous failure is never replayed under the key, for
-        callers that reconcile unknown outcomes themselves (the bulk job).
+        callers that reconcile unknown outcomes themselves (the bulk job). With ``checked``
+        (what :meth:`TermSet.check` returned for this template) the values are sent as they
+        are and ``values`` is ignored: a caller that validated its rows already (the bulk
+        job) does not pay for a second check.
         """
         team = parse_id(team_id, "team_id")
         template = parse_id(template_id, "template_id")
         creator = parse_id(created_by, "created_by")
-        terms = await self._client._term_set(template)
-        # One check gives both forms: the nested fields to send, the flat ones to keep.
-        checked = terms.check(values or {}, require_all=require_all)
+        if checked is None:
+            terms = await self._client._term_set(template)
+            # One check gives both forms: the nested fields to send, the flat ones to keep.
+            checked = terms.check(values or {}, require_all=require_all)
         body: dict[str, Any] = {
             "created_by_user_id": creator,
             "template_id": template,
