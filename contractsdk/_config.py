@@ -15,6 +15,7 @@ from typing import ClassVar, Final
 
 import attrs
 
+from ._credentials import ApiKey, ClientCredentials
 from ._exceptions import ConfigurationError
 from ._ratelimit._limits import DOCUMENTED_LIMITS
 
@@ -146,3 +147,45 @@ def environment_from_env(environ: Mapping[str, str] | None = None) -> dict[str, 
     """Return the ``CONTRACTSDK_*`` settings that are set, keyed by setting name."""
     source = os.environ if environ is None else environ
     return {key: source[var] for key, var in ENV_VARS.items() if source.get(var)}
+
+
+def pick_credential(
+    credentials: ApiKey | ClientCredentials | None,
+    api_key: str | ApiKey | None,
+    env: Mapping[str, str],
+) -> ApiKey | ClientCredentials:
+    """The credential a client is made with: the one given, else the environment's."""
+    if credentials is not None and api_key is not None:
+        raise ConfigurationError("give either api_key= or credentials=, not both")
+    if isinstance(api_key, str):
+        return ApiKey(api_key)
+    if api_key is not None:
+        return api_key
+    if credentials is not None:
+        if not isinstance(credentials, ApiKey | ClientCredentials):
+            raise ConfigurationError("credentials must be an ApiKey or ClientCredentials")
+        return credentials
+    if "api_key" in env:
+        return ApiKey(env["api_key"])
+    if "client_id" in env and "client_secret" in env:
+        return ClientCredentials(client_id=env["client_id"], client_secret=env["client_secret"])
+    raise ConfigurationError(
+        "no credentials: pass api_key= or credentials=ClientCredentials(...), or set "
+        "CONTRACTSDK_API_KEY (or CONTRACTSDK_CLIENT_ID and CONTRACTSDK_CLIENT_SECRET)"
+    )
+
+
+def pick_environment(
+    environment: str | Environment | None, base_url: str | None, env: Mapping[str, str]
+) -> Environment:
+    """The environment a client talks to: the one given (or named), at ``base_url`` if set."""
+    if environment is None and "environment" in env:
+        environment = env["environment"]
+    if base_url is None and "base_url" in env:
+        base_url = env["base_url"]
+    if isinstance(environment, str):
+        environment = Environment.from_name(environment)
+    if base_url is not None:
+        base = check_base_url(base_url)
+        return environment.with_base_url(base) if environment else Environment.custom(base)
+    return environment or Environment.SANDBOX
