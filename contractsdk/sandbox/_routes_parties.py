@@ -30,10 +30,8 @@ from ._identity import (
     SIDES,
     SIGNING_ROLES,
     IdentityForm,
-    ValueChecker,
-    check_roles,
-    check_side,
 )
+from ._identity_check import ValueChecker, check_roles, check_side
 from ._store import Collaborator, Company, Contract, SandboxState, User
 from ._upload import parse_signature
 from ._wire import (
