@@ -20,6 +20,7 @@ from contractsdk.bulk._model import (
     RowOutcome,
     format_progress,
 )
+from contractsdk.bulk._parties import BulkParty
 from contractsdk.bulk._readers import CsvSource, IterableSource, JsonlSource, RowSource, SourceRow
 from contractsdk.bulk._records import STATES, JournalRecord, RowState
 from contractsdk.bulk._rows import UnknownColumnsError
@@ -30,6 +31,7 @@ __all__ = [
     # the job
     "BulkJob",
     "RowOutcome",
+    "BulkParty",
     "BulkSummary",
     "BulkPlan",
     "BulkProgress",

@@ -25,6 +25,7 @@ from collections.abc import (
     Callable,
     Iterable,
     Mapping,
+    Sequence,
 )
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,7 @@ from contractsdk.bulk._model import (
     RowOutcome,
     estimate_seconds,
 )
+from contractsdk.bulk._parties import BulkParty
 from contractsdk.bulk._readers import InputFormat, RowSource, open_source
 from contractsdk.bulk._reconcile import NAME_TERM
 from contractsdk.bulk._rows import ColumnMap, job_id, job_identity
@@ -103,6 +105,9 @@ class BulkJob:
             contract the team already has (made outside this journal) is refused rather
             than created twice.
         format: ``"csv"`` or ``"jsonl"`` when the file name does not say.
+        parties: The parties each contract gets, read from the row's columns (see
+            :class:`BulkParty`); each is validated with the row, and added after the
+            contract as a journaled step.
 
     Raises:
         ConfigurationError: A setting is wrong (nothing is read or sent).
@@ -134,6 +139,7 @@ class BulkJob:
         round_delay: float = 3.0,
         check_existing: bool = True,
         format: InputFormat | None = None,  # the natural name of the option
+        parties: Sequence[BulkParty] = (),
     ) -> None:
         if concurrency < 1:
             raise ConfigurationError(f"concurrency must be a positive integer, got {concurrency!r}")
@@ -144,12 +150,19 @@ class BulkJob:
         if not match_term or not isinstance(match_term, str):
             raise ConfigurationError("match_term must be a term name")
         self._client = client
+        party_list = tuple(parties)
+        names = [party.name for party in party_list]
+        if len(set(names)) != len(names):
+            raise ConfigurationError(f"two parties have the same name: {', '.join(names)}")
         column_map = ColumnMap(
             terms=dict(columns or {}),
             key_column=key_column,
             team_column=team_column,
             contract_type_column=contract_type_column,
             template_column=template_column,
+            party_columns=frozenset(
+                column for party in party_list for column in party.all_columns
+            ),
         )
         team = int(path_id(team_id, "team_id")) if team_id is not None else None
         contract_type = (
@@ -184,6 +197,7 @@ class BulkJob:
             rounds=rounds,
             round_delay=round_delay,
             check_existing=check_existing,
+            parties=party_list,
         )
         """What the job is (input, targets, options), frozen."""
         self.identity = job_identity(
@@ -195,6 +209,8 @@ class BulkJob:
             columns=column_map,
             match_term=match_term,
         )
+        if party_list:  # a job without parties keeps the id it had before parties existed
+            self.identity["parties"] = [party.identity() for party in party_list]
         self.job_id: str = job_id(self.identity)
         """The job's id: the same for every run of the same job (see ``docs/bulk.md``)."""
         self.summary: BulkSummary | None = None
@@ -265,6 +281,7 @@ class BulkJob:
             concurrency=concurrency,
             rounds=rounds,
             round_delay=round_delay,
+            parties=[BulkParty.from_identity(party) for party in identity.get("parties", ())],
         )
         return job
 

@@ -161,6 +161,8 @@ class Journal:
                 f"the journal was written by a newer contractsdk ({header['sdk_version']}, "
                 f"schema {header['schema']}); upgrade to use it"
             )
+        if header["schema"] < SCHEMA_VERSION:  # connect() created the new tables
+            self.db.execute("UPDATE job SET schema = ?", (SCHEMA_VERSION,))
         if header["job_id"] != job_id:
             theirs = header["identity"]
             differences = sorted(

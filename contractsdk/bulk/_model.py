@@ -33,6 +33,8 @@ class RowOutcome:
         skipped: True when the contract was created by an earlier run of the job.
         reconciled: True when the contract was found by listing the team after an
             unknown outcome, rather than confirmed by the create call's answer.
+        parties_missing: For a created contract, the job's parties not added to it yet
+            (the row is *incomplete*: ``bulk status`` lists it, ``bulk retry`` adds them).
     """
 
     row: int
@@ -46,12 +48,23 @@ class RowOutcome:
     reasons: tuple[str, ...] = ()
     skipped: bool = False
     reconciled: bool = False
+    parties_missing: tuple[str, ...] = ()
+
+    @property
+    def incomplete(self) -> bool:
+        """True when the contract was created but a party of the job is not added yet."""
+        return self.state == "created" and bool(self.parties_missing)
 
     @classmethod
     def from_record(
-        cls, record: JournalRecord, *, skipped: bool = False, note: str | None = None
+        cls,
+        record: JournalRecord,
+        *,
+        skipped: bool = False,
+        note: str | None = None,
+        missing: tuple[str, ...] = (),
     ) -> RowOutcome:
-        """Build an outcome from the row's journal record."""
+        """Build an outcome from the row's journal record (``missing``: parties not added)."""
         invalid = record.state == "invalid"
         reasons = tuple(record.error.splitlines()) if invalid and record.error else ()
         error = None if invalid else record.error
@@ -69,6 +82,7 @@ class RowOutcome:
             reasons=reasons,
             skipped=skipped,
             reconciled=record.reconciled,
+            parties_missing=missing,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -84,9 +98,9 @@ def _listify(instance: object, attribute: object, value: Any) -> Any:
 class BulkSummary:
     """The totals of one run of a job.
 
-    Every row of the input is in exactly one of ``created``, ``skipped``, ``invalid``,
-    ``failed``, ``unknown`` and ``pending``, whether the run finished, was stopped or was
-    aborted: ``rows`` is their sum.
+    Every row of the input is in exactly one of ``created``, ``incomplete``, ``skipped``,
+    ``invalid``, ``failed``, ``unknown`` and ``pending``, whether the run finished, was
+    stopped or was aborted: ``rows`` is their sum.
 
     Attributes:
         job_id: The job's id (the same for every run of the job).
@@ -107,6 +121,8 @@ class BulkSummary:
         stopped: True when the run was stopped (Ctrl-C, :meth:`BulkJob.stop`) before the end.
         dry_run: True for a dry run (nothing was sent).
         sent: Rows whose outcome came from a request in this run.
+        incomplete: Rows whose contract exists but lacks a party of the job (a state of
+            their own, not counted in ``created``; ``bulk retry`` completes them).
     """
 
     job_id: str
@@ -126,11 +142,18 @@ class BulkSummary:
     stopped: bool = False
     dry_run: bool = False
     sent: int = 0
+    incomplete: int = 0
 
     @property
     def complete(self) -> bool:
         """True when every row is created (now or before) or invalid: nothing is left to do."""
-        return self.failed == 0 and self.unknown == 0 and self.pending == 0 and not self.stopped
+        return (
+            self.failed == 0
+            and self.unknown == 0
+            and self.pending == 0
+            and self.incomplete == 0
+            and not self.stopped
+        )
 
     def to_json(self) -> dict[str, Any]:
         """Return the summary as a JSON object."""
@@ -205,6 +228,7 @@ class BulkProgress:
         stopping: True once the job was asked to stop (Ctrl-C, ``stop()``, ``abort()``)
             and has not ended yet.
         finished: True once the run has ended (its summary is set).
+        incomplete: Contracts created whose parties are not all added.
     """
 
     done: int
@@ -223,6 +247,7 @@ class BulkProgress:
     pending: int = 0
     stopping: bool = False
     finished: bool = False
+    incomplete: int = 0
 
     @property
     def rate(self) -> float:
@@ -261,6 +286,8 @@ def format_progress(progress: BulkProgress) -> str:
     ]
     if progress.skipped:
         parts.append(f"skipped {progress.skipped:,}")
+    if progress.incomplete:
+        parts.append(f"incomplete {progress.incomplete:,}")
     if progress.deferred:
         parts.append(f"deferred {progress.deferred:,}")
     parts.append(f"429s {progress.throttled:,}")

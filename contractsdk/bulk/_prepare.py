@@ -8,13 +8,17 @@ validated here, once; the run sends the values this returns.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import attrs
 
 from contractsdk._exceptions import TermValidationError
+from contractsdk.bulk._parties import RowParty, check_parties
 from contractsdk.bulk._readers import SourceRow
 from contractsdk.bulk._records import PreparedRow
 from contractsdk.bulk._rows import content_digest, map_row, parse_target_id, row_key
 from contractsdk.bulk._spec import JobSpec
+from contractsdk.identity import IdentityFieldSet
 from contractsdk.validation import TermSet
 from contractsdk.validation._payload import CheckedValues
 
@@ -73,6 +77,7 @@ def prepare_row(
     terms: TermSet | None,
     *,
     problems: tuple[str, ...] = (),
+    field_sets: Mapping[str, IdentityFieldSet] | None = None,
 ) -> PreparedRow:
     """Map, key and validate one record (pure: its targets are resolved already).
 
@@ -82,6 +87,8 @@ def prepare_row(
         targets: The row's targets; ``template_id`` resolved when it could be.
         terms: The terms of the row's template, or None when they could not be read.
         problems: Why the row's targets could not be resolved, if so.
+        field_sets: Each party's identity fields for the row's template (by party name);
+            None when the template is not known.
     """
     if source.data is None:
         digest = content_digest({"": source.raw})
@@ -100,6 +107,10 @@ def prepare_row(
     reasons = [*targets.problems, *problems]
     mapped = map_row(source.data, spec.columns, terms)
     reasons.extend(mapped.problems)
+    parties: dict[str, RowParty] = {}
+    if spec.parties and field_sets is not None:
+        parties, party_problems = check_parties(source.data, spec.parties, field_sets)
+        reasons.extend(party_problems)
     digest = content_digest(mapped.values, targets.per_row)
     label = f"key {mapped.key_value!r}" if mapped.key_value is not None else "the row"
     values: dict[str, str] | None = None
@@ -133,4 +144,5 @@ def prepare_row(
         values=values if not reasons else None,
         reasons=tuple(reasons),
         checked=checked if not reasons else None,
+        parties=parties if not reasons else {},
     )

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 import attrs
 
+from contractsdk.bulk._parties import RowParty
 from contractsdk.validation._payload import CheckedValues
 
 __all__ = ["ListingResult", "JournalRecord", "PreparedRow", "Registered", "RowState", "STATES"]
@@ -34,7 +35,7 @@ class PreparedRow:
         reasons: Why the row is invalid (empty when it is valid).
         checked: The values as checked against the terms, ready to send (the run sends
             these, so a row is validated once); None when the row is invalid.
-        parties: Each party's checked identity values ``{party: {field id: value}}``.
+        parties: Each party's user and checked identity values, by party name.
     """
 
     number: int
@@ -48,7 +49,7 @@ class PreparedRow:
     values: Mapping[str, str] | None
     reasons: tuple[str, ...] = ()
     checked: CheckedValues | None = attrs.field(default=None, eq=False, repr=False)
-    parties: Mapping[str, Mapping[int, str]] = attrs.field(factory=dict, eq=False)
+    parties: Mapping[str, RowParty] = attrs.field(factory=dict, eq=False)
 
 
 @attrs.frozen(kw_only=True)

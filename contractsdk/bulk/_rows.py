@@ -90,6 +90,7 @@ class ColumnMap:
         contract_type_column: The column holding the contract type id of each row (the
             newest template version of that type is used).
         template_column: The column holding the template version id of each row.
+        party_columns: The columns the job's parties read (no term's).
     """
 
     terms: Mapping[str, str | None] = attrs.field(factory=dict, validator=_check_mapping)
@@ -97,6 +98,7 @@ class ColumnMap:
     team_column: str | None = None
     contract_type_column: str | None = None
     template_column: str | None = None
+    party_columns: frozenset[str] = frozenset()
 
     def __attrs_post_init__(self) -> None:
         targets = [
@@ -126,7 +128,7 @@ class ColumnMap:
 
     def term_of(self, column: str, terms: TermSet | None = None) -> str | None:
         """Return the term a column gives a value to, or None if it gives none."""
-        if column in self.target_columns:
+        if column in self.target_columns or column in self.party_columns:
             return None
         if column in self.terms:
             return self.terms[column]
@@ -170,6 +172,7 @@ class ColumnMap:
         wanted = [
             *self.terms,
             *self.target_columns,
+            *sorted(self.party_columns),
             *([self.key_column] if self.key_column else []),
         ]
         missing = [column for column in wanted if column and column not in present]

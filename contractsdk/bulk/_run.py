@@ -19,15 +19,23 @@ from contractsdk._exceptions import ConfigurationError, ContractSDKError, TermVa
 from contractsdk.bulk._failures import classify
 from contractsdk.bulk._journal import Journal
 from contractsdk.bulk._model import RowOutcome
+from contractsdk.bulk._party_run import PartySteps
 from contractsdk.bulk._prepare import prepare_row, row_targets
 from contractsdk.bulk._readers import SourceRow
 from contractsdk.bulk._reconcile import reconcile
 from contractsdk.bulk._records import JournalRecord, PreparedRow
 from contractsdk.bulk._rows import idempotency_key
 from contractsdk.bulk._spec import JobSpec
+from contractsdk.bulk._steps import (
+    adopt_incomplete,
+    incomplete_count,
+    missing_parties,
+    register_rows,
+)
 from contractsdk.bulk._tally import Tally
 from contractsdk.bulk._targets import TargetError, Targets
 from contractsdk.bulk._writer import AsyncJournal
+from contractsdk.identity import IdentityFieldSet
 from contractsdk.validation import TermSet
 from contractsdk.validation._payload import CheckedValues
 
@@ -91,6 +99,7 @@ class Run:
         self._stopped = asyncio.Event()
         self.send: asyncio.Queue[JournalRecord | None] = asyncio.Queue(2 * spec.concurrency)
         self.targets = Targets(client, journal, self._list_team)
+        self.parties = PartySteps(self)
         self.round = 0
         self.must_list: set[int] = set()
         self.listed: set[int] = set()
@@ -142,7 +151,8 @@ class Run:
         aborted run's outcomes were not all reported, but the journal has every row.
         """
         states = await self.journal.call(lambda j: j.counts(self.run))
-        self.tally.settle(states)
+        incomplete = await self.journal.call(lambda j: incomplete_count(j, self.run))
+        self.tally.settle(states, incomplete=incomplete)
         if not self.input_read and self.tally.total is not None:
             self.tally.count_unread(self.tally.total - self.tally.rows)
         self.tally.end()
@@ -163,9 +173,12 @@ class Run:
                 await self._read_input()
             else:
                 adopted = await self.journal.call(lambda j: j.adopt_unfinished(self.run))
+                adopted += await self.journal.call(lambda j: adopt_incomplete(j, self.run))
                 self.tally.total = adopted
                 await self._resend(every_failure=True)
             await self._tail()
+            if not self.dry_run:
+                await self.parties.complete_all(every_failure=self.mode == "retry")
             for _ in workers:
                 await self.send.put(None)
             if workers:
@@ -237,7 +250,7 @@ class Run:
                 prepared = [await self._prepare(row) for row in chunk]
                 checked = {row.key: row.checked for row in prepared if row.checked is not None}
                 registered = await self.journal.call(
-                    partial(Journal.register, run=self.run, rows=prepared)
+                    partial(register_rows, run=self.run, rows=prepared)
                 )
                 for decision in registered:
                     if not decision.send:
@@ -273,7 +286,31 @@ class Run:
                 terms = await self.targets.terms(template, fixed=spec.fixed_target)
         except TargetError as exc:
             return prepare_row(source, spec, targets, None, problems=(str(exc),))
-        return prepare_row(source, spec, attrs.evolve(targets, template_id=template), terms)
+        field_sets, problems = await self._field_sets(template)
+        return prepare_row(
+            source,
+            spec,
+            attrs.evolve(targets, template_id=template),
+            terms,
+            problems=problems,
+            field_sets=field_sets,
+        )
+
+    async def _field_sets(
+        self, template: int | None
+    ) -> tuple[dict[str, IdentityFieldSet] | None, tuple[str, ...]]:
+        """Read each party's identity fields for a template (the client keeps them)."""
+        if not self.spec.parties or template is None:
+            return None, ()
+        found: dict[str, IdentityFieldSet] = {}
+        for party in self.spec.parties:
+            try:
+                found[party.name] = await self.client.identity_fields.list(
+                    template, roles=party.roles, side=party.side
+                )
+            except ContractSDKError as exc:
+                return None, (f"party {party.name}: its identity fields cannot be read: {exc}",)
+        return found, ()
 
     # -- the workers -----------------------------------------------------------------------
 
@@ -330,7 +367,8 @@ class Run:
         else:
             tally.in_flight -= 1
             created = await self.journal.call(lambda j: j.mark_created(key, contract.id, self.run))
-            await self.emit(RowOutcome.from_record(created), sent=True)
+            missing = await self.parties.complete(created)
+            await self.emit(RowOutcome.from_record(created, missing=missing), sent=True)
 
     async def _final_failure(
         self, key: str, message: str, extra: int, *, retryable: bool = False
@@ -435,6 +473,9 @@ class Run:
             page = await self.journal.call(lambda j: j.unreported(self.run, _PAGE))
             if not page:
                 break
+            keys = [record.key for record in page if record.state == "created"]
+            missing = await self.journal.call(partial(missing_parties, keys=keys))
             for record in page:
                 sent = record.attempts > 0 and record.state in ("created", "failed", "sending")
-                await self.emit(RowOutcome.from_record(record), sent=sent)
+                outcome = RowOutcome.from_record(record, missing=missing.get(record.key, ()))
+                await self.emit(outcome, sent=sent)

@@ -1,7 +1,11 @@
 """The journal file: its schema, the one view of unclaimed contracts, where it may live.
 
 The invariants the schema serves are stated in ``_journal.py``'s header. Changing a table
-is a new ``SCHEMA_VERSION``: a journal written by a newer schema is refused.
+is a new ``SCHEMA_VERSION``: a journal written by a newer schema is refused, and an older
+one is migrated when a job claims it (every change so far only adds a table).
+
+Versions: 1, the rows; 2, the ``parties`` table (each party of a row, a journaled step:
+``pending`` → ``adding`` (committed before the request) → ``added`` or ``failed``).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from contractsdk._exceptions import ConfigurationError
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "UNCLAIMED", "JournalError", "check_journal_path"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS job (
@@ -62,6 +66,20 @@ CREATE TABLE IF NOT EXISTS rows (
 CREATE UNIQUE INDEX IF NOT EXISTS rows_name ON rows (team_id, name) WHERE state != 'invalid';
 CREATE INDEX IF NOT EXISTS rows_state ON rows (state);
 CREATE INDEX IF NOT EXISTS rows_run ON rows (run, reported);
+CREATE TABLE IF NOT EXISTS parties (
+    key             TEXT NOT NULL,
+    party           TEXT NOT NULL,
+    position        INTEGER NOT NULL,
+    user_id         INTEGER NOT NULL,
+    vals            TEXT NOT NULL,
+    state           TEXT NOT NULL CHECK (state IN ('pending', 'adding', 'added', 'failed')),
+    collaborator_id INTEGER,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    error           TEXT,
+    updated         TEXT NOT NULL,
+    PRIMARY KEY (key, party)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS parties_state ON parties (state);
 CREATE TABLE IF NOT EXISTS team_contracts (
     team_id     INTEGER NOT NULL,
     name        TEXT NOT NULL,

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import attrs
 
+from contractsdk.bulk._parties import BulkParty
 from contractsdk.bulk._readers import RowSource
 from contractsdk.bulk._rows import ColumnMap
 
@@ -30,6 +31,7 @@ class JobSpec:
         rounds: Further tries of a row that failed in a retryable way, within a run.
         round_delay: Seconds before each further round (and before a reconciliation).
         check_existing: List each team before sending, to refuse names it already has.
+        parties: The parties every contract gets, read from each row's columns.
     """
 
     source: RowSource
@@ -45,6 +47,7 @@ class JobSpec:
     rounds: int
     round_delay: float
     check_existing: bool
+    parties: tuple[BulkParty, ...] = ()
 
     @property
     def fixed_target(self) -> bool:

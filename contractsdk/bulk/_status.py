@@ -10,6 +10,7 @@ import attrs
 
 from contractsdk.bulk._journal import Journal, JournalError
 from contractsdk.bulk._records import JournalRecord
+from contractsdk.bulk._steps import incomplete_count, incomplete_records
 
 __all__ = ["JournalStatus", "read_status"]
 
@@ -29,6 +30,8 @@ class JournalStatus:
         unfinished: The first rows that are ``failed``, ``sending`` or ``pending``, with
             their last errors.
         invalid: The first invalid rows of the latest run, with their reasons.
+        incomplete_count: Rows whose contract exists but lacks a party of the job.
+        incomplete: The first of them: ``(key, row, contract id, parties missing and why)``.
     """
 
     job_id: str
@@ -40,6 +43,8 @@ class JournalStatus:
     runs: list[dict[str, Any]]
     unfinished: list[JournalRecord]
     invalid: list[JournalRecord]
+    incomplete_count: int = 0
+    incomplete: list[tuple[str, int, int | None, str]] = attrs.field(factory=list)
 
     @property
     def source(self) -> str | None:
@@ -73,6 +78,8 @@ def _read(path: str | os.PathLike[str], limit: int) -> JournalStatus:
             runs=runs,
             unfinished=journal.records(("failed", "sending", "pending"), limit=limit),
             invalid=invalid,
+            incomplete_count=incomplete_count(journal),
+            incomplete=incomplete_records(journal, limit),
         )
     finally:
         journal.close()

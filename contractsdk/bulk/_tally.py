@@ -2,7 +2,8 @@
 
 # Invariants
 #
-# 1. Every row of the input is counted once, in one of ``created``, ``skipped`` (created
+# 1. Every row of the input is counted once, in one of ``created``, ``incomplete`` (its
+#    contract exists, a party of the job is not added), ``skipped`` (created
 #    by an earlier run), ``invalid``, ``failed``, ``unknown`` (a request went out and its
 #    outcome is not known) or ``pending`` (not sent: the job stopped, or a dry run), by
 #    the time the run ends: finished, stopped (drained) or aborted. Rows reported as
@@ -38,7 +39,7 @@ class Tally:
     started: float = attrs.field(factory=time.monotonic)
     counts: dict[str, int] = attrs.field(
         factory=lambda: dict.fromkeys(
-            ("created", "skipped", "invalid", "failed", "unknown", "pending"), 0
+            ("created", "incomplete", "skipped", "invalid", "failed", "unknown", "pending"), 0
         )
     )
     sent: int = 0
@@ -60,22 +61,30 @@ class Tally:
         """Count one reported outcome (``sent``: its row was sent in this run)."""
         if outcome.skipped:
             self.counts["skipped"] += 1
+        elif outcome.incomplete:
+            self.counts["incomplete"] += 1
+            if sent:
+                self.sent += 1
         else:
             self.counts[_STATE_OF.get(outcome.state, outcome.state)] += 1
             if sent and outcome.state in ("created", "failed", "sending"):
                 self.sent += 1
 
-    def settle(self, states: Mapping[str, int]) -> None:
+    def settle(self, states: Mapping[str, int], *, incomplete: int = 0) -> None:
         """Take the counts from the journal's rows of this run, by state (the end of a run).
 
         The journal holds every row the run registered, reported or not; only "skipped"
         (created by an earlier run) is not in it, and is kept from the outcomes counted.
+        ``incomplete`` rows (created, a party missing) are counted apart from ``created``
+        and ``skipped``, whatever run created their contract.
         """
         counts = dict.fromkeys(self.counts, 0)
         for state, number in states.items():
             counts[_STATE_OF.get(state, state)] += number
-        counts["skipped"] = min(self.counts["skipped"], counts["created"])
-        counts["created"] -= counts["skipped"]
+        created = counts["created"]
+        counts["incomplete"] = min(incomplete, created)
+        counts["skipped"] = min(self.counts["skipped"], created - counts["incomplete"])
+        counts["created"] = created - counts["incomplete"] - counts["skipped"]
         counts["pending"] += self.unread
         self.counts = counts
 
@@ -116,6 +125,7 @@ class Tally:
             pending=counts["pending"],
             stopping=self.stopped_at is not None and self.ended_at is None,
             finished=self.ended_at is not None,
+            incomplete=counts["incomplete"],
         )
 
     def summary(
@@ -143,4 +153,5 @@ class Tally:
             stopped=stopped,
             dry_run=dry_run,
             sent=self.sent,
+            incomplete=counts["incomplete"],
         )

@@ -1,0 +1,133 @@
+"""Adding a created contract's parties, one journaled step each (see ``_steps.py``).
+
+A step that may have been sent before (``attempts > 0``: killed while ``adding``, or a
+failed add) is never sent again before the contract's collaborators have been listed and
+none of them is the step's user (``_steps.py`` invariant 2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from functools import partial
+from typing import TYPE_CHECKING
+
+from contractsdk._exceptions import ContractSDKError
+from contractsdk.bulk._failures import classify
+from contractsdk.bulk._records import JournalRecord
+from contractsdk.bulk._rows import idempotency_key
+from contractsdk.bulk._steps import (
+    PartyStep,
+    incomplete_rows,
+    mark_added,
+    mark_adding,
+    mark_step_failed,
+    missing_parties,
+    steps_of,
+)
+
+if TYPE_CHECKING:
+    from contractsdk.bulk._run import Run
+
+__all__ = ["PartySteps"]
+
+_PAGE = 64
+
+
+class PartySteps:
+    """The party steps of one run (owned by its :class:`~contractsdk.bulk._run.Run`)."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.by_name = {party.name: party for party in run.spec.parties}
+
+    async def complete(self, record: JournalRecord) -> tuple[str, ...]:
+        """Add a created row's parties not added yet, in order; return those still missing.
+
+        Stops at the first party that cannot be added (the rest stay ``pending``).
+        """
+        if not self.by_name or record.contract_id is None:
+            return ()
+        return await self._complete(record.key, record.contract_id, record.template_id)
+
+    async def _complete(
+        self, key: str, contract_id: int, template_id: int | None
+    ) -> tuple[str, ...]:
+        journal = self.run.journal
+        steps = await journal.call(lambda j: steps_of(j, key))
+        for step in steps:
+            if self.run.stopping or not await self._add(step, contract_id, template_id):
+                break
+        missing = await journal.call(lambda j: missing_parties(j, [key]))
+        return missing.get(key, ())
+
+    async def complete_all(self, *, every_failure: bool) -> None:
+        """Complete this run's created rows that have parties to add, a page at a time.
+
+        Those are rows found by reconciliation, rows created by an earlier run (skipped
+        now), rows killed between steps and, with ``every_failure`` (``bulk retry``),
+        rows whose add failed.
+        """
+        if not self.by_name:
+            return
+        run = self.run
+        limit = asyncio.Semaphore(run.spec.concurrency)
+
+        async def one(key: str, contract_id: int, template_id: int | None) -> None:
+            async with limit:
+                await self._complete(key, contract_id, template_id)
+
+        after = ""
+        while not run.stopping:
+            page = await run.journal.call(
+                partial(
+                    incomplete_rows, run=run.run, after=after, limit=_PAGE, failed=every_failure
+                )
+            )
+            if not page:
+                return
+            await asyncio.gather(*(one(*row) for row in page))
+            after = page[-1][0]
+
+    async def _add(self, step: PartyStep, contract_id: int, template_id: int | None) -> bool:
+        """Add one party (or find it added); True when it is added."""
+        run = self.run
+        journal = run.journal
+        client = run.client
+        key, name = step.key, step.party
+        party = self.by_name.get(name)
+        if party is None:  # a journal's own parties always match its job's
+            return False
+        if step.attempts > 0:
+            try:
+                collaborators = await client.collaborators.list(contract_id)
+            except ContractSDKError as exc:
+                message = f"the contract's parties could not be listed: {exc}"
+                await journal.call(lambda j: mark_step_failed(j, key, name, message, known=False))
+                return False
+            found = [c for c in collaborators if c.user_id == step.user_id]
+            if found:
+                await journal.call(lambda j: mark_added(j, key, name, found[0].id))
+                return True
+        await journal.call(lambda j: mark_adding(j, key, name))
+        try:
+            collaborator = await client.collaborators.create(
+                contract_id,
+                user_id=step.user_id,
+                inviter_id=run.spec.created_by,
+                roles=party.roles,
+                side=party.side,
+                values=step.values,
+                template_id=template_id,
+                idempotency_key=f"{idempotency_key(run.job_id, key)}-{name}",
+            )
+        except ContractSDKError as exc:
+            kind = classify(exc, fixed_target=False)
+            message = f"party {name} not added: {exc}"
+            await journal.call(
+                lambda j: mark_step_failed(j, key, name, message, known=kind != "unknown")
+            )
+            if kind == "fatal":
+                run.fail(exc)
+            return False
+        await journal.call(lambda j: mark_added(j, key, name, collaborator.id))
+        return True
