@@ -305,3 +305,21 @@ async def _wait_for_parties(journal: Path, at_least: int, process: Any) -> None:
 
 async def _collect(bulk: BulkJob, *, retry: bool = False) -> list[Any]:
     return [outcome async for outcome in (bulk.retry() if retry else bulk.run())]
+
+
+def test_parties_from_cli_flags() -> None:
+    """--party, --party-user-column and --party-column build the job's parties."""
+    from contractsdk.bulk._parties import parties_from_flags
+
+    built = parties_from_flags(
+        ["tenant:second:party"],
+        ["tenant=tenant_user_id"],
+        ["tenant:tenant_address=Current address", "tenant:tenant_mobile=Mobile"],
+    )
+    assert built == [parties()[1]]
+    with pytest.raises(ConfigurationError, match="--party-user-column tenant=COL"):
+        parties_from_flags(["tenant:second:party"], [], [])
+    with pytest.raises(ConfigurationError, match="no --party gives landlord"):
+        parties_from_flags([], ["landlord=x"], [])
+    with pytest.raises(ConfigurationError, match="NAME:COL=FIELD"):
+        parties_from_flags(["tenant:second:party"], ["tenant=u"], ["tenant_mobile=Mobile"])

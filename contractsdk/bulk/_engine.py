@@ -160,9 +160,7 @@ class BulkJob:
             team_column=team_column,
             contract_type_column=contract_type_column,
             template_column=template_column,
-            party_columns=frozenset(
-                column for party in party_list for column in party.all_columns
-            ),
+            party_columns=frozenset(column for party in party_list for column in party.all_columns),
         )
         team = int(path_id(team_id, "team_id")) if team_id is not None else None
         contract_type = (

@@ -24,7 +24,7 @@ from contractsdk._ids import parse_id
 from contractsdk.identity import IdentityFieldSet, check_roles, check_side
 from contractsdk.models import Role, Side
 
-__all__ = ["BulkParty", "RowParty", "check_parties", "parse_party_flag"]
+__all__ = ["BulkParty", "RowParty", "check_parties", "parse_party_flag", "parties_from_flags"]
 
 
 def _roles(value: Role | str | Iterable[Role | str]) -> tuple[Role, ...]:
@@ -165,3 +165,45 @@ def parse_party_flag(text: str) -> tuple[str, tuple[str, ...], str]:
         )
     name, side, roles = parts
     return name, tuple(role.strip() for role in roles.split(",")), side
+
+
+def parties_from_flags(
+    parties: Sequence[str], user_columns: Sequence[str], columns: Sequence[str]
+) -> list[BulkParty]:
+    """Build a job's parties from ``--party``, ``--party-user-column`` and ``--party-column``.
+
+    Raises:
+        ConfigurationError: A flag is malformed, or names a party no ``--party`` gives, or
+            a party has no user column.
+    """
+    users: dict[str, str] = {}
+    for text in user_columns:
+        name, sep, column = text.partition("=")
+        if not sep or not name or not column:
+            raise ConfigurationError(f"--party-user-column takes NAME=COL, got {text!r}")
+        users[name] = column
+    fields: dict[str, dict[str, str]] = {}
+    for text in columns:
+        head, sep, field = text.partition("=")
+        name, colon, column = head.partition(":")
+        if not sep or not colon or not name or not column or not field:
+            raise ConfigurationError(f"--party-column takes NAME:COL=FIELD, got {text!r}")
+        fields.setdefault(name, {})[column] = field
+    result: list[BulkParty] = []
+    for text in parties:
+        name, roles, side = parse_party_flag(text)
+        if name not in users:
+            raise ConfigurationError(f"party {name}: give --party-user-column {name}=COL")
+        result.append(
+            BulkParty(
+                name=name,
+                roles=roles,
+                side=side,
+                user_column=users[name],
+                columns=fields.get(name, {}),
+            )
+        )
+    unknown = sorted((set(users) | set(fields)) - {party.name for party in result})
+    if unknown:
+        raise ConfigurationError(f"no --party gives {', '.join(unknown)}")
+    return result

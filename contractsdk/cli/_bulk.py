@@ -45,6 +45,7 @@ from contractsdk.bulk import (
     resolve_contract_type,
     resolve_team,
 )
+from contractsdk.bulk._parties import parties_from_flags
 from contractsdk.cli._app import argument, cli, numeric_id, runs
 from contractsdk.cli._output import console, dump_json, print_pairs, print_table
 from contractsdk.cli._resources import make_client
@@ -326,6 +327,7 @@ def _show_summary(args: argparse.Namespace, summary: BulkSummary, listed: list[R
         ("run", summary.run),
         ("rows", summary.rows),
         ("created", summary.created),
+        *([("incomplete (parties missing)", summary.incomplete)] if summary.incomplete else []),
         ("already created", summary.skipped),
         ("invalid", summary.invalid),
         ("failed", summary.failed),
@@ -377,6 +379,11 @@ async def _make_job(args: argparse.Namespace, client: Any) -> BulkJob:
         concurrency=args.concurrency,
         require_all=args.require_all,
         rounds=args.rounds,
+        parties=parties_from_flags(
+            getattr(args, "party", ()) or (),
+            getattr(args, "party_user_column", ()) or (),
+            getattr(args, "party_column", ()) or (),
+        ),
     )
 
 
@@ -467,6 +474,11 @@ async def bulk_status(args: argparse.Namespace) -> int:
                 "runs": status.runs,
                 "unfinished": [_record_json(r) for r in status.unfinished],
                 "invalid": [_record_json(r) for r in status.invalid],
+                "incomplete_count": status.incomplete_count,
+                "incomplete": [
+                    {"key": key, "row": row, "contract_id": contract, "missing": what}
+                    for key, row, contract, what in status.incomplete
+                ],
             }
         )
         return 0
@@ -504,6 +516,17 @@ async def bulk_status(args: argparse.Namespace) -> int:
         print_table(
             ["row", "state", "name", "attempts", "last error"],
             [(r.row, r.state, r.name, r.attempts, r.error) for r in status.unfinished],
+            out=out,
+        )
+    if status.incomplete:
+        say()
+        say(
+            f"{status.incomplete_count} contract(s) created without all their parties "
+            "(`bulk retry` adds the missing ones):"
+        )
+        print_table(
+            ["row", "contract", "missing"],
+            [(row, contract, what) for _key, row, contract, what in status.incomplete],
             out=out,
         )
     if status.invalid:
@@ -637,6 +660,24 @@ _create.params[1:1] = [
         help="Map a column to a term (COL= ignores it); repeatable.",
     ),
     _option("--key-column", metavar="COL", help="A column with your own reference per row."),
+    _option(
+        "--party",
+        multiple=True,
+        metavar="NAME:SIDE:ROLE[,ROLE]",
+        help="A party every contract gets (e.g. tenant:second:party); repeatable.",
+    ),
+    _option(
+        "--party-user-column",
+        multiple=True,
+        metavar="NAME=COL",
+        help="The column of user ids of a party (e.g. tenant=tenant_user_id).",
+    ),
+    _option(
+        "--party-column",
+        multiple=True,
+        metavar="NAME:COL=FIELD",
+        help="A column giving a party's identity field (tenant:tenant_email=Email); repeatable.",
+    ),
     _option(
         "--match-term",
         default="contract_name",
