@@ -252,6 +252,24 @@ def test_secrets_never_printed(
             ],
             "NAME=VALUE",
         ),
+        (
+            [
+                "parties",
+                "add",
+                "1",
+                "--user",
+                "2",
+                "--role",
+                "party",
+                "--side",
+                "first",
+                "--value",
+                "1" * 30 + "=x",  # digits name a field id; these are more than an int64
+                "--api-key",
+                "k",
+            ],
+            "--value field id must be a non-negative int64 id",
+        ),
     ],
 )
 def test_configuration_errors_exit_2(
@@ -267,6 +285,27 @@ def test_bad_id_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     """A non-numeric id is refused by the parser (exit 2)."""
     assert main(["users", "get", "../admin"]) == 2
     assert "numeric id" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "name"),
+    [
+        (["users", "get", "1" * 30], "'USER_ID'"),
+        (["users", "get", str(2**63)], "'USER_ID'"),  # one past int64's largest
+        (
+            ["contracts", "create", "1", "--template", "2", "--created-by", "9" * 30],
+            "'--created-by'",
+        ),
+    ],
+)
+def test_id_beyond_int64_is_a_usage_error(
+    argv: list[str], name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An id of more than an int64 holds is refused by the parser too (exit 2), never sent."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"Invalid value for {name}: expected an id of at most {2**63 - 1}" in err
+    assert err.startswith("Usage: contractsdk ") and "Traceback" not in err
 
 
 def test_demo_exits_zero(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ import attrs
 import click
 
 from contractsdk._exceptions import ConfigurationError
+from contractsdk._ids import INT64_MAX, parse_id
 from contractsdk._logging import logger
 from contractsdk.cli._output import console
 
@@ -74,15 +75,17 @@ class _NumericId(click.ParamType):  # type: ignore[type-arg]  # generic in newer
     name = "ID"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        if isinstance(value, int):
-            return value
-        text = str(value)
-        if not (text.isascii() and text.isdigit()):
-            self.fail(f"expected a numeric id, got {text!r}", param, ctx)
-        return int(text)
+        try:
+            return parse_id(value, "the id")
+        except ConfigurationError:
+            if not (isinstance(value, str) and value.isascii() and value.isdigit()):
+                self.fail(f"expected a numeric id, got {value!r}", param, ctx)
+            shown = repr(value) if len(value) <= 40 else f"a number of {len(value)} digits"
+            self.fail(f"expected an id of at most {INT64_MAX} (an int64), got {shown}", param, ctx)
 
 
-#: A numeric id (digits only: ``../admin`` is refused before anything is sent).
+#: A numeric id, as :func:`~contractsdk._ids.parse_id` reads one (ASCII digits, an int64):
+#: ``../admin`` and a 30-digit number are usage errors (exit 2), before anything is sent.
 numeric_id = _NumericId()
 
 

@@ -35,6 +35,7 @@ from rich.progress import (
 
 from contractsdk._client import ContractClient
 from contractsdk._exceptions import ConfigurationError
+from contractsdk._ids import parse_id
 from contractsdk._ratelimit import RateLimits
 from contractsdk.bulk import (
     BulkJob,
@@ -356,7 +357,7 @@ async def _make_job(args: argparse.Namespace, client: Any) -> BulkJob:
         if team_id is None:
             if not args.contract_type.isdigit():
                 raise ConfigurationError("with --team-column, give --contract-type as an id")
-            contract_type_id = int(args.contract_type)
+            contract_type_id = parse_id(args.contract_type, "--contract-type")
         else:
             contract_type_id = await resolve_contract_type(
                 client, args.contract_type, team_id=team_id

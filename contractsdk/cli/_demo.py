@@ -26,6 +26,7 @@ from contractsdk._exceptions import (
     ResponseValidationError,
     TermValidationError,
 )
+from contractsdk._ids import parse_id
 from contractsdk.cli._output import print_table
 from contractsdk.cli._resources import make_client
 from contractsdk.identity import IdentityFieldSet
@@ -138,14 +139,15 @@ async def _service(args: argparse.Namespace) -> AsyncIterator[tuple[ContractClie
         os.environ.get(name) for name in ("CONTRACTSDK_BASE_URL", "CONTRACTSDK_ENVIRONMENT")
     )
     if real:
-        user_id = args.user_id or os.environ.get("CONTRACTSDK_USER_ID")
-        if not user_id:
+        given = args.user_id or os.environ.get("CONTRACTSDK_USER_ID")
+        if not given:
             raise ConfigurationError(
                 "against a real environment the demo needs --user-id (or CONTRACTSDK_USER_ID)"
             )
+        user_id = parse_id(given, "CONTRACTSDK_USER_ID")  # --user-id is one already
         async with make_client(args) as client:
             print(f"contractsdk demo: the whole flow against {client.environment.base_url}")
-            yield client, int(user_id)
+            yield client, user_id
         return
 
     from contractsdk.sandbox import SandboxServer

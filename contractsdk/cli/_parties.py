@@ -10,11 +10,13 @@ unchecked and must be keyed by field id.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
 from contractsdk._exceptions import ConfigurationError
+from contractsdk._ids import parse_id
 from contractsdk.cli._app import argument, cli, numeric_id, runs
 from contractsdk.cli._output import dump_json, print_table
 from contractsdk.cli._resources import make_client, parse_pairs
@@ -28,6 +30,8 @@ __all__ = [
     "parties_roles",
     "sign",
 ]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 ROLES = [role.value for role in Role]
 SIDES = [side.value for side in Side]
@@ -55,10 +59,49 @@ def _show(args: argparse.Namespace, collaborators: list[Collaborator]) -> None:
 
 
 def _by_id(values: dict[str, str], flag: str) -> dict[Any, str]:
-    """Keys that are digits become field ids; others stay labels (checked with a template)."""
-    return {int(key) if key.isdigit() else key: value for key, value in values.items()}
+    """Keys that are digits become field ids; others stay labels (checked with a template).
+
+    Raises:
+        ConfigurationError: A key of digits that is no id (more than an int64 holds).
+    """
+    return {
+        parse_id(key, f"{flag} field id") if key.isascii() and key.isdigit() else key: value
+        for key, value in values.items()
+    }
 
 
+# -- the command tree ------------------------------------------------------------------
+#
+# A command's parameters are listed, in --help and its usage line, in the order of its
+# decorators, top to bottom.
+
+
+@cli.group()
+def parties() -> None:
+    """List, add and remove a contract's parties; change their roles and fields."""
+
+
+CONTRACT = argument("contract_id", type=numeric_id, help="The contract's id.")
+COLLABORATOR = argument(
+    "collaborator_id", type=numeric_id, help="The party's collaborator id (parties list)."
+)
+
+
+def _role(required: bool) -> Callable[[F], F]:
+    return click.option(
+        "--role",
+        multiple=True,
+        required=required,
+        type=click.Choice(ROLES),
+        help="A role; repeatable (at most two: 'collaborator' and one other).",
+    )
+
+
+# -- the commands ----------------------------------------------------------------------
+
+
+@runs(parties, "list")
+@CONTRACT
 async def parties_list(args: argparse.Namespace) -> None:
     """List a contract's parties: roles, side, identity fields filled, signed."""
     async with make_client(args) as client:
@@ -66,6 +109,28 @@ async def parties_list(args: argparse.Namespace) -> None:
     _show(args, collaborators)
 
 
+@runs(parties, "add")
+@CONTRACT
+@click.option("--user", type=numeric_id, required=True, help="The user to add.")
+@_role(True)
+@click.option("--side", type=click.Choice(SIDES), required=True, help="Their side.")
+@click.option(
+    "--value",
+    multiple=True,
+    metavar="LABEL=VALUE",
+    help="An identity value, by field id, or label with --template; repeatable.",
+)
+@click.option("--inviter", type=numeric_id, help="The user inviting them (default: --user).")
+@click.option(
+    "--template",
+    type=numeric_id,
+    help="The contract's template version: check the values first.",
+)
+@click.option(
+    "--require-all",
+    is_flag=True,
+    help="With --template: require every applicable field.",
+)
 async def parties_add(args: argparse.Namespace) -> None:
     """Add a user to a contract as a party, checking the identity values first.
 
@@ -88,6 +153,8 @@ async def parties_add(args: argparse.Namespace) -> None:
     _show(args, [shown])
 
 
+@runs(parties, "remove")
+@COLLABORATOR
 async def parties_remove(args: argparse.Namespace) -> None:
     """Remove a party from its contract."""
     async with make_client(args) as client:
@@ -97,6 +164,9 @@ async def parties_remove(args: argparse.Namespace) -> None:
     click.echo(f"removed collaborator {args.collaborator_id}")
 
 
+@runs(parties, "roles")
+@COLLABORATOR
+@_role(True)
 async def parties_roles(args: argparse.Namespace) -> None:
     """Change a party's roles (at most two, and then one is 'collaborator')."""
     async with make_client(args) as client:
@@ -106,6 +176,15 @@ async def parties_roles(args: argparse.Namespace) -> None:
     _show(args, [collaborator])
 
 
+@runs(parties, "fields")
+@COLLABORATOR
+@click.option(
+    "--value",
+    multiple=True,
+    required=True,
+    metavar="ID=VALUE",
+    help="An identity field's new value; repeatable.",
+)
 async def parties_fields(args: argparse.Namespace) -> None:
     """Change a party's identity values, by field id."""
     values = parse_pairs(args.value, "--value", "ID=VALUE")
@@ -118,6 +197,14 @@ async def parties_fields(args: argparse.Namespace) -> None:
     _show(args, [collaborator])
 
 
+@runs(cli, "sign")
+@COLLABORATOR
+@click.option(
+    "--image",
+    type=click.Path(dir_okay=False),
+    help="A PNG or JPEG signature (at most 512 KiB).",
+)
+@click.option("--saved", is_flag=True, help="Sign with the user's saved signature.")
 async def sign(args: argparse.Namespace) -> None:
     """Sign a contract as a party: with an image (PNG or JPEG), or the saved signature."""
     if (args.image is None) == (not args.saved):
@@ -128,87 +215,3 @@ async def sign(args: argparse.Namespace) -> None:
         else:
             signed = await client.collaborators.sign(args.collaborator_id, signature=args.image)
     _show(args, [signed])
-
-
-# -- the command tree ------------------------------------------------------------------
-
-
-@cli.group()
-def parties() -> None:
-    """List, add and remove a contract's parties; change their roles and fields."""
-
-
-CONTRACT = argument("contract_id", type=numeric_id, help="The contract's id.")
-COLLABORATOR = argument(
-    "collaborator_id", type=numeric_id, help="The party's collaborator id (parties list)."
-)
-
-
-def _role(required: bool) -> Any:
-    return click.option(
-        "--role",
-        multiple=True,
-        required=required,
-        type=click.Choice(ROLES),
-        help="A role; repeatable (at most two: 'collaborator' and one other).",
-    )
-
-
-runs(parties, "list")(CONTRACT(parties_list))
-runs(parties, "add")(
-    CONTRACT(
-        click.option("--user", type=numeric_id, required=True, help="The user to add.")(
-            _role(True)(
-                click.option("--side", type=click.Choice(SIDES), required=True, help="Their side.")(
-                    click.option(
-                        "--value",
-                        multiple=True,
-                        metavar="LABEL=VALUE",
-                        help="An identity value, by field id, or label with --template; "
-                        "repeatable.",
-                    )(
-                        click.option(
-                            "--inviter",
-                            type=numeric_id,
-                            help="The user inviting them (default: --user).",
-                        )(
-                            click.option(
-                                "--template",
-                                type=numeric_id,
-                                help="The contract's template version: check the values first.",
-                            )(
-                                click.option(
-                                    "--require-all",
-                                    is_flag=True,
-                                    help="With --template: require every applicable field.",
-                                )(parties_add)
-                            )
-                        )
-                    )
-                )
-            )
-        )
-    )
-)
-runs(parties, "remove")(COLLABORATOR(parties_remove))
-runs(parties, "roles")(COLLABORATOR(_role(True)(parties_roles)))
-runs(parties, "fields")(
-    COLLABORATOR(
-        click.option(
-            "--value",
-            multiple=True,
-            required=True,
-            metavar="ID=VALUE",
-            help="An identity field's new value; repeatable.",
-        )(parties_fields)
-    )
-)
-runs(cli, "sign")(
-    COLLABORATOR(
-        click.option(
-            "--image",
-            type=click.Path(dir_okay=False),
-            help="A PNG or JPEG signature (at most 512 KiB).",
-        )(click.option("--saved", is_flag=True, help="Sign with the user's saved signature.")(sign))
-    )
-)

@@ -6,9 +6,9 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -20,6 +20,8 @@ from contractsdk.cli._output import console, dump_json, print_pairs, print_table
 from contractsdk.models import Contract, Team, User
 
 __all__ = ["make_client", "parse_pairs"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def make_client(args: argparse.Namespace, **options: Any) -> ContractClient:
@@ -96,98 +98,11 @@ def _show_teams(args: argparse.Namespace, teams: list[Team] | Team) -> None:
     print_table(["id", "name", "created"], [(t.id, t.name, t.created) for t in rows])
 
 
-async def users_get(args: argparse.Namespace) -> None:
-    """Show a user."""
-    async with make_client(args) as client:
-        user = await client.users.get(args.user_id)
-    if _json(args):
-        return dump_json(user)
-    _show_users([user])
-
-
 def _show_users(users: list[User]) -> None:
     print_table(
         ["id", "first name", "last name", "email", "created"],
         [(u.id, u.first_name, u.last_name, u.email, u.created) for u in users],
     )
-
-
-async def users_list(args: argparse.Namespace) -> None:
-    """List the users the credential can see."""
-    async with make_client(args) as client:
-        users = await client.users.list()
-    if _json(args):
-        return dump_json(users)
-    _show_users(users)
-
-
-async def users_create(args: argparse.Namespace) -> None:
-    """Create a user (to add as a party to a contract)."""
-    async with make_client(args) as client:
-        user = await client.users.create(
-            email=args.email, first_name=args.first_name, last_name=args.last_name
-        )
-    if _json(args):
-        return dump_json(user)
-    _show_users([user])
-
-
-async def teams_list(args: argparse.Namespace) -> None:
-    """List a user's teams."""
-    async with make_client(args) as client:
-        teams = await client.teams.list(args.user_id)
-    _show_teams(args, teams)
-
-
-async def teams_create(args: argparse.Namespace) -> None:
-    """Create a team owned by a user."""
-    async with make_client(args) as client:
-        team = await client.teams.create(args.user_id, name=args.name)
-    _show_teams(args, team)
-
-
-async def teams_rename(args: argparse.Namespace) -> None:
-    """Rename a team."""
-    async with make_client(args) as client:
-        team = await client.teams.rename(args.team_id, name=args.name)
-    _show_teams(args, team)
-
-
-async def types_list(args: argparse.Namespace) -> None:
-    """List the contract types a team can create (or the public ones)."""
-    async with make_client(args) as client:
-        types = await client.contract_types.list(args.team_id)
-    if _json(args):
-        return dump_json(types)
-    print_table(["id", "name"], [(t.id, t.name) for t in types])
-
-
-async def templates_list(args: argparse.Namespace) -> None:
-    """List a contract type's template versions, newest first."""
-    async with make_client(args) as client:
-        templates = await client.templates.list(args.team_id, args.contract_type_id)
-    if _json(args):
-        return dump_json(templates)
-    rows = [(t.id, t.version, "latest" if i == 0 else "") for i, t in enumerate(templates)]
-    print_table(["id", "version", ""], rows)
-
-
-async def terms_show(args: argparse.Namespace) -> None:
-    """Show a template version's terms as a tree."""
-    async with make_client(args) as client:
-        terms = await client.terms.list(args.template_id)
-    if _json(args):
-        return dump_json(list(terms))
-    click.echo(terms.tree())
-
-
-async def contracts_list(args: argparse.Namespace) -> None:
-    """List a team's contracts."""
-    async with make_client(args) as client:
-        contracts = await client.contracts.list(args.team_id)
-    if _json(args):
-        return dump_json(contracts)
-    print_table(["id", "name", "created", "fields"], _contract_rows(contracts))
 
 
 def _show_contract(args: argparse.Namespace, contract: Contract) -> None:
@@ -206,67 +121,11 @@ def _show_contract(args: argparse.Namespace, contract: Contract) -> None:
         print_table(["field", "value"], [(f.name or f.id, f.value) for f in contract.fields])
 
 
-async def contracts_get(args: argparse.Namespace) -> None:
-    """Show a contract and its values."""
-    async with make_client(args) as client:
-        contract = await client.contracts.get(args.contract_id)
-    _show_contract(args, contract)
-
-
-async def contracts_create(args: argparse.Namespace) -> None:
-    """Create a contract, checking its values first."""
-    values = _parse_values(args)
-    async with make_client(args) as client:
-        contract = await client.contracts.create(
-            args.team_id,
-            template_id=args.template,
-            created_by=args.created_by,
-            values=values,
-            require_all=args.require_all,
-            idempotency_key=args.idempotency_key,
-        )
-    _show_contract(args, contract)
-
-
-async def contracts_update(args: argparse.Namespace) -> None:
-    """Change a contract's values."""
-    values = _parse_values(args)
-    if not values:
-        raise ConfigurationError("nothing to change: give --value NAME=VALUE or --values FILE")
-    async with make_client(args) as client:
-        contract = await client.contracts.update(
-            args.contract_id,
-            values=values,
-            template_id=args.template,
-            require_all=args.require_all,
-        )
-    _show_contract(args, contract)
-
-
-async def contracts_delete(args: argparse.Namespace) -> None:
-    """Delete a contract."""
-    async with make_client(args) as client:
-        await client.contracts.delete(args.contract_id)
-    if _json(args):
-        return dump_json({"deleted": args.contract_id})
-    click.echo(f"deleted contract {args.contract_id}")
-
-
-async def contracts_pdf(args: argparse.Namespace) -> None:
-    """Download a contract as PDF."""
-    async with make_client(args) as client:
-        pdf = await client.contracts.download_pdf(args.contract_id)
-    output = args.output or f"contract-{args.contract_id}.pdf"
-    if output == "-":
-        sys.stdout.buffer.write(pdf)
-        return
-    await asyncio.to_thread(Path(output).write_bytes, pdf)
-    if _json(args):
-        return dump_json({"contract_id": args.contract_id, "file": output, "bytes": len(pdf)})
-    click.echo(f"wrote {len(pdf):,} bytes to {output}")
-
-
 # -- the command tree ------------------------------------------------------------------
+#
+# The groups and the shared parameters come first: each command's decorators below name
+# them. A command's parameters are listed, in --help and its usage line, in the order of its
+# decorators, top to bottom.
 
 
 @cli.group()
@@ -304,64 +163,31 @@ TEAM_ID = argument("team_id", type=numeric_id, help="The team's id.")
 CONTRACT_ID = argument("contract_id", type=numeric_id, help="The contract's id.")
 NAME = click.option("--name", required=True, help="The team's name.")
 
-runs(users, "get")(USER_ID(users_get))
-runs(users, "list")(users_list)
-runs(users, "create")(
-    click.option("--email", required=True, help="The user's email address (unique).")(
-        click.option("--first-name", required=True, help="First name.")(
-            click.option("--last-name", required=True, help="Last name.")(users_create)
-        )
-    )
-)
-runs(teams, "list")(
-    argument("user_id", type=numeric_id, help="The user whose teams to list.")(teams_list)
-)
-runs(teams, "create")(
-    argument("user_id", type=numeric_id, help="The team's owner.")(NAME(teams_create))
-)
-runs(teams, "rename")(TEAM_ID(NAME(teams_rename)))
-runs(types, "list")(
-    argument(
-        "team_id",
-        type=numeric_id,
-        required=False,
-        help="The team whose contract types to list (default: the public ones).",
-    )(types_list)
-)
-runs(templates, "list")(
-    TEAM_ID(
-        argument("contract_type_id", type=numeric_id, help="The contract type's id.")(
-            templates_list
-        )
-    )
-)
-runs(terms, "show")(
-    argument("template_id", type=numeric_id, help="The template version's id.")(terms_show)
-)
-runs(contracts, "list")(
-    argument("team_id", type=numeric_id, help="The team whose contracts to list.")(contracts_list)
-)
-runs(contracts, "get")(CONTRACT_ID(contracts_get))
 
+def _value_options(*, create: bool) -> Callable[[F], F]:
+    """Add --value, --values, --require-all and --template, in that order.
 
-def _value_options(create: bool) -> list[click.Option]:
-    return [
-        click.Option(
-            ["--value"],
+    Args:
+        create: For ``contracts create`` (--template required) rather than ``update``.
+    """
+    options = [
+        click.option(
+            "--value",
             multiple=True,
             metavar="NAME=VALUE",
             help="A term's value; repeatable.",
         ),
-        click.Option(
-            ["--values", "values_file"],
+        click.option(
+            "--values",
+            "values_file",
             metavar="FILE",
             help="A JSON object of term names to values (--value flags win).",
         ),
-        click.Option(
-            ["--require-all"], is_flag=True, help="Refuse a contract with unanswered terms."
+        click.option(
+            "--require-all", is_flag=True, help="Refuse a contract with unanswered terms."
         ),
-        click.Option(
-            ["--template"],
+        click.option(
+            "--template",
             type=numeric_id,
             required=create,
             help="The template version id"
@@ -369,33 +195,214 @@ def _value_options(create: bool) -> list[click.Option]:
         ),
     ]
 
+    def decorate(handler: F) -> F:
+        for option in reversed(options):  # decorators apply bottom-up
+            handler = option(handler)
+        return handler
 
-create = runs(contracts, "create")(
-    argument("team_id", type=numeric_id, help="The team that holds the contract.")(
-        click.option(
-            "--created-by",
-            type=numeric_id,
-            required=True,
-            metavar="USER_ID",
-            help="The user creating it.",
-        )(
-            click.option("--idempotency-key", help="Your own key, to make a repeated create safe.")(
-                contracts_create
-            )
+    return decorate
+
+
+# -- the commands ----------------------------------------------------------------------
+
+
+@runs(users, "get")
+@USER_ID
+async def users_get(args: argparse.Namespace) -> None:
+    """Show a user."""
+    async with make_client(args) as client:
+        user = await client.users.get(args.user_id)
+    if _json(args):
+        return dump_json(user)
+    _show_users([user])
+
+
+@runs(users, "list")
+async def users_list(args: argparse.Namespace) -> None:
+    """List the users the credential can see."""
+    async with make_client(args) as client:
+        users = await client.users.list()
+    if _json(args):
+        return dump_json(users)
+    _show_users(users)
+
+
+@runs(users, "create")
+@click.option("--email", required=True, help="The user's email address (unique).")
+@click.option("--first-name", required=True, help="First name.")
+@click.option("--last-name", required=True, help="Last name.")
+async def users_create(args: argparse.Namespace) -> None:
+    """Create a user (to add as a party to a contract)."""
+    async with make_client(args) as client:
+        user = await client.users.create(
+            email=args.email, first_name=args.first_name, last_name=args.last_name
         )
-    )
+    if _json(args):
+        return dump_json(user)
+    _show_users([user])
+
+
+@runs(teams, "list")
+@argument("user_id", type=numeric_id, help="The user whose teams to list.")
+async def teams_list(args: argparse.Namespace) -> None:
+    """List a user's teams."""
+    async with make_client(args) as client:
+        teams = await client.teams.list(args.user_id)
+    _show_teams(args, teams)
+
+
+@runs(teams, "create")
+@argument("user_id", type=numeric_id, help="The team's owner.")
+@NAME
+async def teams_create(args: argparse.Namespace) -> None:
+    """Create a team owned by a user."""
+    async with make_client(args) as client:
+        team = await client.teams.create(args.user_id, name=args.name)
+    _show_teams(args, team)
+
+
+@runs(teams, "rename")
+@TEAM_ID
+@NAME
+async def teams_rename(args: argparse.Namespace) -> None:
+    """Rename a team."""
+    async with make_client(args) as client:
+        team = await client.teams.rename(args.team_id, name=args.name)
+    _show_teams(args, team)
+
+
+@runs(types, "list")
+@argument(
+    "team_id",
+    type=numeric_id,
+    required=False,
+    help="The team whose contract types to list (default: the public ones).",
 )
-create.params[1:1] = _value_options(create=True)
-update = runs(contracts, "update")(CONTRACT_ID(contracts_update))
-update.params[1:1] = _value_options(create=False)
-runs(contracts, "delete")(CONTRACT_ID(contracts_delete))
-runs(contracts, "pdf")(
-    CONTRACT_ID(
-        click.option(
-            "-o",
-            "--output",
-            metavar="FILE",
-            help="The file to write (default contract-<id>.pdf; - for stdout).",
-        )(contracts_pdf)
-    )
+async def types_list(args: argparse.Namespace) -> None:
+    """List the contract types a team can create (or the public ones)."""
+    async with make_client(args) as client:
+        types = await client.contract_types.list(args.team_id)
+    if _json(args):
+        return dump_json(types)
+    print_table(["id", "name"], [(t.id, t.name) for t in types])
+
+
+@runs(templates, "list")
+@TEAM_ID
+@argument("contract_type_id", type=numeric_id, help="The contract type's id.")
+async def templates_list(args: argparse.Namespace) -> None:
+    """List a contract type's template versions, newest first."""
+    async with make_client(args) as client:
+        templates = await client.templates.list(args.team_id, args.contract_type_id)
+    if _json(args):
+        return dump_json(templates)
+    rows = [(t.id, t.version, "latest" if i == 0 else "") for i, t in enumerate(templates)]
+    print_table(["id", "version", ""], rows)
+
+
+@runs(terms, "show")
+@argument("template_id", type=numeric_id, help="The template version's id.")
+async def terms_show(args: argparse.Namespace) -> None:
+    """Show a template version's terms as a tree."""
+    async with make_client(args) as client:
+        terms = await client.terms.list(args.template_id)
+    if _json(args):
+        return dump_json(list(terms))
+    click.echo(terms.tree())
+
+
+@runs(contracts, "list")
+@argument("team_id", type=numeric_id, help="The team whose contracts to list.")
+async def contracts_list(args: argparse.Namespace) -> None:
+    """List a team's contracts."""
+    async with make_client(args) as client:
+        contracts = await client.contracts.list(args.team_id)
+    if _json(args):
+        return dump_json(contracts)
+    print_table(["id", "name", "created", "fields"], _contract_rows(contracts))
+
+
+@runs(contracts, "get")
+@CONTRACT_ID
+async def contracts_get(args: argparse.Namespace) -> None:
+    """Show a contract and its values."""
+    async with make_client(args) as client:
+        contract = await client.contracts.get(args.contract_id)
+    _show_contract(args, contract)
+
+
+@runs(contracts, "create")
+@argument("team_id", type=numeric_id, help="The team that holds the contract.")
+@_value_options(create=True)
+@click.option(
+    "--created-by",
+    type=numeric_id,
+    required=True,
+    metavar="USER_ID",
+    help="The user creating it.",
 )
+@click.option("--idempotency-key", help="Your own key, to make a repeated create safe.")
+async def contracts_create(args: argparse.Namespace) -> None:
+    """Create a contract, checking its values first."""
+    values = _parse_values(args)
+    async with make_client(args) as client:
+        contract = await client.contracts.create(
+            args.team_id,
+            template_id=args.template,
+            created_by=args.created_by,
+            values=values,
+            require_all=args.require_all,
+            idempotency_key=args.idempotency_key,
+        )
+    _show_contract(args, contract)
+
+
+@runs(contracts, "update")
+@CONTRACT_ID
+@_value_options(create=False)
+async def contracts_update(args: argparse.Namespace) -> None:
+    """Change a contract's values."""
+    values = _parse_values(args)
+    if not values:
+        raise ConfigurationError("nothing to change: give --value NAME=VALUE or --values FILE")
+    async with make_client(args) as client:
+        contract = await client.contracts.update(
+            args.contract_id,
+            values=values,
+            template_id=args.template,
+            require_all=args.require_all,
+        )
+    _show_contract(args, contract)
+
+
+@runs(contracts, "delete")
+@CONTRACT_ID
+async def contracts_delete(args: argparse.Namespace) -> None:
+    """Delete a contract."""
+    async with make_client(args) as client:
+        await client.contracts.delete(args.contract_id)
+    if _json(args):
+        return dump_json({"deleted": args.contract_id})
+    click.echo(f"deleted contract {args.contract_id}")
+
+
+@runs(contracts, "pdf")
+@CONTRACT_ID
+@click.option(
+    "-o",
+    "--output",
+    metavar="FILE",
+    help="The file to write (default contract-<id>.pdf; - for stdout).",
+)
+async def contracts_pdf(args: argparse.Namespace) -> None:
+    """Download a contract as PDF."""
+    async with make_client(args) as client:
+        pdf = await client.contracts.download_pdf(args.contract_id)
+    output = args.output or f"contract-{args.contract_id}.pdf"
+    if output == "-":
+        sys.stdout.buffer.write(pdf)
+        return
+    await asyncio.to_thread(Path(output).write_bytes, pdf)
+    if _json(args):
+        return dump_json({"contract_id": args.contract_id, "file": output, "bytes": len(pdf)})
+    click.echo(f"wrote {len(pdf):,} bytes to {output}")
