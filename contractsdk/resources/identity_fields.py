@@ -7,6 +7,7 @@ import urllib.parse
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from contractsdk._converter import structure_list
 from contractsdk._ids import parse_id
 from contractsdk.identity import IdentityFieldSet, check_roles, check_side
 from contractsdk.models import IdentityField, Role, Side
@@ -81,6 +82,48 @@ class IdentityFields(Resource):
             f"/templates/{template_id}/fields?{query}", IdentityField
         )
         return IdentityFieldSet(fields, template_id=template_id, roles=roles, side=side)
+
+    async def of_collaborator(
+        self,
+        template_id: Id,
+        collaborator_id: Id,
+        /,
+        *,
+        roles: Role | str | Iterable[Role | str],
+        side: Side | str,
+    ) -> IdentityFieldSet:
+        """Return the identity fields with one collaborator's current values filled in.
+
+        ``GET /v1/templates/{id}/updatefields`` (reference/endpoints.md §1 #24), a GET that
+        carries a JSON body ``{"collaborator_id", "roles", "side"}``, as the official Java
+        SDK sends it. Not cached: the values change as the collaborator fills them in.
+
+        Args:
+            template_id: The template version's id.
+            collaborator_id: The collaborator whose values to read.
+            roles: Their roles (:class:`Role` or wire values).
+            side: Their side.
+
+        Raises:
+            ConfigurationError: An unknown role or side, or a bad id (nothing is sent).
+        """
+        template = parse_id(template_id, "template_id")
+        checked_roles, checked_side = check_roles(roles), check_side(side)
+        body = {
+            "collaborator_id": parse_id(collaborator_id, "collaborator_id"),
+            "roles": [role.value for role in checked_roles],
+            "side": checked_side.value,
+        }
+        response = await self._client._send_json("GET", f"/templates/{template}/updatefields", body)
+        fields = structure_list(
+            self._client._decode(response),
+            IdentityField,
+            method="GET",
+            url=f"{self._client._prefix}/templates/{template}/updatefields",
+        )
+        return IdentityFieldSet(
+            fields, template_id=template, roles=checked_roles, side=checked_side
+        )
 
     def _cancel(self) -> None:
         """Cancel fetches still under way (the client is closing)."""
