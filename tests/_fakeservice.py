@@ -1,8 +1,9 @@
 """A small in-memory stand-in for the service, as a MockTransport handler.
 
 It answers with the wire shapes of reference/service-api.md (HAL ``_links`` on teams,
-``links`` arrays on types and terms, a bare Link on contract create) and, when
-``../shared`` is beside the repository, serves the real 42-term sample as a template's terms.
+``links`` arrays on types and terms, a bare Link on contract create) and serves the real
+42-term sample (``tests/data/contract_fields.json``, a copy of the service's capture in
+``reference/samples/``) as a template's terms, unless given others.
 It does no validation of its own: the emulator (contractsdk.sandbox) is the faithful
 stand-in; this only lets client tests run without a socket.
 """
@@ -18,10 +19,11 @@ from typing import Any, ClassVar
 from contractsdk import Request, Response
 from contractsdk.testing import json_response
 
-SAMPLE = Path(__file__).resolve().parents[2] / "shared/reference/samples/contract_fields.json"
+#: The real 42-term capture (reference/samples/contract_fields.json), kept with the tests.
+SAMPLE = Path(__file__).resolve().parent / "data" / "contract_fields.json"
 HOST = "https://sandbox.legislate.tech"
 
-#: A hand-written tree, 3 term levels deep, used when the sample is absent.
+#: A hand-written tree, 3 term levels deep, for tests that want a small template.
 SMALL_TERMS: list[dict[str, Any]] = [
     {
         "id": 1,
@@ -68,11 +70,9 @@ SMALL_TERMS: list[dict[str, Any]] = [
 
 
 def load_terms() -> list[dict[str, Any]]:
-    """Return the real sample's terms when available, else the small tree."""
-    if SAMPLE.exists():
-        loaded: list[dict[str, Any]] = json.loads(SAMPLE.read_text())
-        return loaded
-    return SMALL_TERMS
+    """Return the real sample's terms (a fresh copy: a test may change it)."""
+    loaded: list[dict[str, Any]] = json.loads(SAMPLE.read_text(encoding="utf-8"))
+    return loaded
 
 
 class FakeService:

@@ -116,21 +116,9 @@ BREAK_START_PATH = (
     "contract_rentFrequency=month › contract_breakClause=breakClauseYes › contract_breakClauseStart"
 )
 
-# -- The real AST sample (reference/samples/contract_fields.json), when present -------------
+# -- The real AST sample (reference/samples/contract_fields.json, copied to tests/data) ------
 
-
-def _find_sample() -> Path | None:
-    # The sample lives outside the repository (shared/reference/samples next to the
-    # worktrees); look up the tree rather than assume a depth.
-    for parent in Path(__file__).resolve().parents:
-        candidate = parent / "shared" / "reference" / "samples" / "contract_fields.json"
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-SAMPLE = _find_sample()
-needs_sample = pytest.mark.skipif(SAMPLE is None, reason="reference sample not available")
+SAMPLE = Path(__file__).resolve().parent / "data" / "contract_fields.json"
 
 
 def term_from_wire(wire: Mapping[str, Any]) -> Term:
@@ -155,7 +143,6 @@ def term_from_wire(wire: Mapping[str, Any]) -> Term:
 
 @pytest.fixture
 def ast_terms() -> TermSet:
-    assert SAMPLE is not None
     wire = json.loads(SAMPLE.read_text(encoding="utf-8"))
     return TermSet([term_from_wire(item) for item in wire], template_id=149)
 
@@ -907,7 +894,6 @@ def test_names_lists_each_name_once(terms: TermSet) -> None:
 # -- The real AST template ------------------------------------------------------------------
 
 
-@needs_sample
 def test_sample_loads_into_a_termset(ast_terms: TermSet) -> None:
     """The real 42-term AST template loads, with its nested terms 3 levels deep."""
     assert len(ast_terms) == 42
@@ -916,7 +902,6 @@ def test_sample_loads_into_a_termset(ast_terms: TermSet) -> None:
     assert max(path.count("›") for path, _ in ast_terms.walk()) == 2
 
 
-@needs_sample
 def test_sample_row_validates_and_builds(ast_terms: TermSet) -> None:
     """A realistic AST row validates and builds a payload with a 3-level nested answer."""
     result = ast_terms.validate(AST_ROW, date_format="%d/%m/%Y")
@@ -942,7 +927,6 @@ def test_sample_row_validates_and_builds(ast_terms: TermSet) -> None:
     assert values_from_fields(fields) == result
 
 
-@needs_sample
 def test_sample_reports_a_three_level_path(ast_terms: TermSet) -> None:
     """A wrong value three levels deep is reported with its full path."""
     row = dict(AST_ROW, contract_breakClauseStart="3 Months")
@@ -952,7 +936,6 @@ def test_sample_reports_a_three_level_path(ast_terms: TermSet) -> None:
     assert problem.suggestion == "3 months"
 
 
-@needs_sample
 def test_sample_exclusive_special_terms(ast_terms: TermSet) -> None:
     """Special-term details under two counts of special terms are an exclusive problem."""
     row = dict(AST_ROW, contract_specialTermsDetails="One only.")
@@ -966,7 +949,6 @@ def test_sample_exclusive_special_terms(ast_terms: TermSet) -> None:
     )
 
 
-@needs_sample
 def test_sample_require_all_lists_the_unanswered(ast_terms: TermSet) -> None:
     """require_all on a partial AST row reports the unanswered applicable terms only."""
     problems = problems_of(ast_terms, AST_ROW, require_all=True)
