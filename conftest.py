@@ -11,6 +11,9 @@ in order in one namespace, as a reader would type them. Each file gets:
   ``python -m asyncio``).
 
 A block that cannot run here says why in a ``<!-- skip: next "reason" -->`` comment above it.
+
+Under pytest-xdist (``-n``, on by default in pyproject.toml) each worker process has its own
+emulator, and a file's blocks stay together on one worker, in order (:func:`_scheduling`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sybil import Example, Sybil
 from sybil.evaluators.python import pad
 from sybil.parsers.markdown import CodeBlockParser, SkipParser
@@ -129,6 +133,55 @@ pytest_collect_file = Sybil(
     setup=_setup,
     teardown=_teardown,
 ).pytest()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist, schedule each documentation file's examples as one unit."""
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistDocuments(), "contractsdk-xdist-documents")
+
+
+class _XdistDocuments:
+    """Makes the scheduler for ``--dist load`` (the default with ``-n``): :func:`_scheduling`."""
+
+    @pytest.hookimpl(tryfirst=True)  # before xdist's own, which would make a LoadScheduling
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        if config.getvalue("dist") != "load":
+            return None  # another --dist was asked for: xdist's own
+        return _scheduling(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On an xdist worker, tests marked slow, then e2e, come first (the same on every worker).
+
+    A long test handed out last would keep one worker busy while the others idle.
+    """
+    if not hasattr(config, "workerinput"):
+        return  # a serial run keeps the files' order
+    items.sort(
+        key=lambda item: (
+            item.get_closest_marker("slow") is None,
+            item.get_closest_marker("e2e") is None,
+        )
+    )
+
+
+def _scheduling(config: pytest.Config, log: Any) -> Any:
+    """Like xdist's ``load``, but a documentation file's examples go to one worker, in order.
+
+    A file's blocks share one namespace (a later block uses what an earlier one made). The
+    ``xdist_group`` mark with ``--dist loadgroup`` would say this, but xdist 3.8 groups by
+    ``item._nodeid``, which pytest 9.2 no longer reads: every test would be on its own.
+    """
+    # xdist ships no type information (no py.typed): its classes are Any to mypy.
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+    class DocumentScheduling(LoadScopeScheduling):  # type: ignore[misc]  # Any: see above
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if path.endswith(".md") else nodeid
+
+    return DocumentScheduling(config, log)
 
 
 def pytest_sessionfinish() -> None:
