@@ -144,8 +144,9 @@ def test_error_body_with_a_deep_but_readable_message() -> None:
 
 @pytest.mark.parametrize("cls", [User, Team, Contract])
 @pytest.mark.parametrize("key", ["id", "name", "first_name", "links", "_links", "fields"])
+# 10,000 items: far past any cut in the message, at a tenth of 100,000's cost.
 @pytest.mark.parametrize(
-    "value", [nested(5000), list(range(100_000)), {str(i): i for i in range(10_000)}]
+    "value", [nested(5000), list(range(10_000)), {str(i): i for i in range(10_000)}]
 )
 def test_model_with_a_deep_or_wide_field_is_a_typed_error(
     cls: type[Any], key: str, value: object

@@ -72,35 +72,44 @@ async def test_429_with_and_without_headers(
 
 @pytest.mark.parametrize(
     "sandbox_options",
-    [{"write_rate": 10.0, "burst": 2, "rate_headers": False, "read_rate": None}],
+    [{"write_rate": 60.0, "burst": 2, "rate_headers": False, "read_rate": None}],
 )
 async def test_unknown_limit_is_learnt_without_failures(sandbox_server: SandboxServer) -> None:
-    """With no limit configured and no headers, 30 concurrent creates all succeed, once each."""
+    """With no limit configured and no headers, 30 concurrent creates all succeed, once each.
+
+    The burst of 2 refuses most of the first wave, so the 429s are met (and learnt from).
+    """
     async with client_for(sandbox_server, rate_limits=RateLimits(), retries=FAST) as client:
         user = sandbox_server.users[0].id
         teams = await asyncio.gather(*(client.teams.create(user, name=f"t{n}") for n in range(30)))
         listed = await client.teams.list(user)
+        stats = client.stats
     assert len({team.id for team in teams}) == 30
     # Each create happened exactly once, whatever was retried.
     names = sorted(team.name or "" for team in listed if (team.name or "").startswith("t"))
     assert names == sorted(f"t{n}" for n in range(30))
+    refused = sandbox_server.counters()["rate_limited"]
+    assert isinstance(refused, int) and refused > 0
+    assert stats.retries == refused  # every 429 was retried away, none reached the caller
 
 
-@pytest.mark.parametrize("sandbox_options", [{"write_rate": 5.0, "burst": 2, "read_rate": None}])
+@pytest.mark.parametrize("sandbox_options", [{"write_rate": 20.0, "burst": 3, "read_rate": None}])
 async def test_configured_limit_paces_without_429(sandbox_server: SandboxServer) -> None:
     """With the server's write limit configured, 8 concurrent creates meet no 429.
 
-    The server holds a burst of 2 so that a request delayed on a loaded machine does not
-    turn the next one, sent on time, into a 429; unpaced, 6 of the 8 would be refused.
+    The server holds a burst of 3 so that a request delayed on a loaded machine (by up to
+    two intervals, 100 ms) does not turn the next one, sent on time, into a 429; unpaced,
+    5 of the 8 would be refused.
     """
     async with client_for(
-        sandbox_server, rate_limits=RateLimits(write=5.0, burst=1), retries=None
+        sandbox_server, rate_limits=RateLimits(write=20.0, burst=1), retries=None
     ) as client:
         user = sandbox_server.users[0].id
         await asyncio.gather(*(client.teams.create(user, name=f"p{n}") for n in range(8)))
         assert client.stats.throttled == 0
         assert client.rate_limits is not None
         assert client.rate_limits.write.granted == 8
+    assert sandbox_server.counters()["rate_limited"] == 0
 
 
 @pytest.mark.parametrize(
@@ -176,7 +185,8 @@ async def test_lost_response_is_not_duplicated(sandbox_server: SandboxServer) ->
 
 async def test_latency_beyond_the_timeout(sandbox_server: SandboxServer) -> None:
     """An answer slower than the client's timeout is a ReadTimeoutError."""
-    sandbox_server.set_faults([FaultRule(route="GET /v1/users/*", latency=1.0)])
+    # The server finishes the slow answer before it closes: 0.5 s keeps that wait short.
+    sandbox_server.set_faults([FaultRule(route="GET /v1/users/*", latency=0.5)])
     async with client_for(sandbox_server, retries=None, timeout=0.2) as client:
         with pytest.raises(ReadTimeoutError):
             await client.users.get(sandbox_server.users[0].id)

@@ -601,7 +601,7 @@ async def test_signature_limits_agree(
 # --- rate limits and retries ---------------------------------------------------------------
 
 
-LIMITED = {"write_rate": 4.0, "burst": 2, "read_rate": None}
+LIMITED = {"write_rate": 20.0, "burst": 2, "read_rate": None}
 
 
 @pytest.mark.parametrize(
@@ -661,7 +661,7 @@ async def test_burst_of_creates_meets_the_write_limit(
     assert stats.responses.get(429, 0) == seen["rate_limited"]
     if paced:
         assert seen["rate_limited"] == 0
-        assert client.rate_limits is not None and client.rate_limits.write.server_limit == 4.0
+        assert client.rate_limits is not None and client.rate_limits.write.server_limit == 20.0
     else:
         # Concurrent writes against a bucket of 2, before the limit was learnt: the
         # emulator refused some, and every refusal was retried away by the SDK.

@@ -6,14 +6,16 @@ import asyncio
 import contextlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import aiohttp
 import attrs
+import pytest
 from multidict import CIMultiDictProxy
 
 from contractsdk.sandbox import SandboxServer
+from contractsdk.sandbox._app import EMULATOR_KEY
 
 SPRING_KEYS = {"timestamp", "status", "error", "message", "path"}
 
@@ -115,6 +117,20 @@ def nda_template_id(server: SandboxServer) -> int:
 def shared_team(server: SandboxServer, name: str) -> int:
     """The id of a seeded shared team by name."""
     return next(t.id for t in server.teams if t.name == name)
+
+
+def use_clock(
+    server: SandboxServer, clock: Callable[[], float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Make the emulator's tokens age and its rate-limit buckets refill by the test's clock.
+
+    The emulator's ``Authenticator`` and ``RateLimiter`` take a clock but ``SandboxServer``
+    passes none; ``app[EMULATOR_KEY]`` is the documented way in. Call it before the first
+    request: a bucket made on the real clock would not refill on another one.
+    """
+    emulator = server.app[EMULATOR_KEY]
+    monkeypatch.setattr(emulator.auth, "_clock", clock)
+    monkeypatch.setattr(emulator.limiter, "_clock", clock)
 
 
 def contract_id(reply: Reply) -> int:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import time
 
 import aiohttp
+import pytest
 
 from contractsdk.sandbox import SandboxServer
+from tests._fakeclock import FakeClock
 
-from ._helpers import Api
+from ._helpers import Api, use_clock
 
 
 async def test_missing_token_is_401_with_www_authenticate(api: Api, server: SandboxServer) -> None:
@@ -125,20 +125,24 @@ async def test_wrong_grant_or_malformed_body_is_400(
         assert (await response.json())["error"] == "invalid_request"
 
 
-async def test_tokens_expire_after_the_ttl(session: aiohttp.ClientSession) -> None:
-    """With token_ttl=1 a token works at once and is refused ("expired") once it has lapsed."""
+async def test_tokens_expire_after_the_ttl(
+    session: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With token_ttl=1 a token works until one second has passed, then is "expired"."""
+    clock = FakeClock()
     async with SandboxServer(token_ttl=1.0, read_rate=None) as server:
+        use_clock(server, clock, monkeypatch)
         api = Api(server, session)
+        issued = clock.now
         _status, grant = await _token(session, server)
         assert grant["expires_in"] == 1
         holder = api.with_token(str(grant["access_token"]))
         path = f"/v1/users/{server.users[0].id}"
         assert (await holder.get(path)).status == 200
-        deadline = time.monotonic() + 10.0
+        clock.now = issued + 0.999
+        assert (await holder.get(path)).status == 200
+        clock.now = issued + 1.0
         reply = await holder.get(path)
-        while reply.status == 200 and time.monotonic() < deadline:
-            await asyncio.sleep(0.25)
-            reply = await holder.get(path)
         assert "expired" in reply.spring(401).lower()
         assert "invalid_token" in reply.headers["WWW-Authenticate"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import asyncio
 
 import aiohttp
 import pytest
@@ -106,11 +106,17 @@ async def test_faults_can_be_set_at_run_time(api: Api, server: SandboxServer) ->
 
 
 async def test_latency_delays_the_answer(api: Api, server: SandboxServer) -> None:
-    """A fixed latency delays the response by at least that long."""
-    server.set_faults([FaultRule("GET /v1/users", latency=0.2)])
-    started = time.monotonic()
-    assert (await api.get("/v1/users")).status == 200
-    assert time.monotonic() - started >= 0.19
+    """A latency holds the answer back: a request sent after it, on another route, wins."""
+    server.set_faults([FaultRule("GET /v1/users", latency=0.4)])
+    slow = asyncio.ensure_future(api.get("/v1/users"))
+    for _ in range(1000):  # bounded: until the server holds the slow request
+        if server.counters()["faults"] == {"latency": 1}:
+            break
+        await asyncio.sleep(0.001)
+    fast = await api.get(f"/v1/users/{server.users[0].id}")
+    assert fast.status == 200
+    assert not slow.done()  # still held while the later request came and went
+    assert (await slow).status == 200
     assert server.counters()["faults"] == {"latency": 1}
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import time
+import itertools
 
 import aiohttp
 import pytest
@@ -11,7 +11,7 @@ import pytest
 from contractsdk.sandbox import SandboxServer
 from contractsdk.sandbox._ratelimit import RateLimiter, RateLimits
 
-from ._helpers import Api
+from ._helpers import Api, use_clock
 
 
 class FakeClock:
@@ -201,31 +201,37 @@ async def test_token_and_admin_endpoints_are_not_limited(session: aiohttp.Client
             assert (await api.admin("GET", "/__sandbox/counters")).status == 200
 
 
-async def test_concurrent_burst_admits_a_plausible_count(session: aiohttp.ClientSession) -> None:
-    """60 concurrent requests at 20/s with burst 5 admit at least 5 and at most 5 + 20*elapsed."""
+async def test_concurrent_burst_admits_exactly_the_burst(
+    session: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """60 concurrent requests at 20/s with burst 5, in no time at all: 5 admitted, 55 are 429."""
+    clock = FakeClock()
     async with SandboxServer(read_rate=20.0, burst=5.0) as server:
+        use_clock(server, clock, monkeypatch)  # frozen: no token comes back meanwhile
         api = Api(server, session)
-        started = time.monotonic()
         replies = await asyncio.gather(*(api.get("/v1/users") for _ in range(60)))
-        elapsed = time.monotonic() - started
-        admitted = sum(r.status == 200 for r in replies)
-        assert {r.status for r in replies} <= {200, 429}
-        assert 5 <= admitted <= 5 + 20 * elapsed + 1
-        assert server.counters()["rate_limited"] == 60 - admitted
+        statuses = [r.status for r in replies]
+        assert sorted(statuses) == [200] * 5 + [429] * 55
+        assert server.counters()["rate_limited"] == 55
 
 
-async def test_sustained_rate_is_enforced(session: aiohttp.ClientSession) -> None:
-    """Retrying 429s for ~1.5 s at 20/s admits about burst + 20 per second, never more."""
+async def test_sustained_rate_is_enforced(
+    session: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request every 10 ms for 1.5 s at 20/s, burst 5: the burst, then one per 50 ms."""
+    clock = FakeClock()
     async with SandboxServer(read_rate=20.0, burst=5.0, rate_headers=False) as server:
+        use_clock(server, clock, monkeypatch)
         api = Api(server, session)
-        started = time.monotonic()
-        admitted = sent = 0
-        while sent < 400 and time.monotonic() - started < 1.5:  # bounded in count and time
-            sent += 1
-            admitted += (await api.get("/v1/users")).status == 200
-            await asyncio.sleep(0.005)
-        elapsed = time.monotonic() - started
-        assert admitted <= 5 + 20 * elapsed + 1
-        # About 35 in practice; 15 needs only 0.5 s of refill (fewer if the box was so
-        # loaded that fewer requests were sent at all).
-        assert admitted >= min(15, sent)
+        start = clock.now
+        admitted: list[int] = []
+        for step in range(150):  # bounded: 1.5 simulated seconds
+            clock.now = start + step * 0.01
+            if (await api.get("/v1/users")).status == 200:
+                admitted.append(step)
+        # The first five at once (the burst), then each 50 ms of refill buys one more.
+        assert admitted[:5] == [0, 1, 2, 3, 4]
+        assert len(admitted) in (5 + 30 - 1, 5 + 30)  # 30 refilled; the last one at the edge
+        gaps = {later - earlier for earlier, later in itertools.pairwise(admitted[5:])}
+        assert gaps <= {4, 5, 6}  # one per 5 steps, give or take a float's rounding
+        assert server.counters()["rate_limited"] == 150 - len(admitted)
