@@ -17,21 +17,11 @@ import asyncio
 import contextlib
 import importlib.resources
 import json
-import signal
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 import click
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskProgressColumn,
-    TextColumn,
-)
 
 from contractsdk._client import ContractClient
 from contractsdk._exceptions import ConfigurationError
@@ -39,7 +29,6 @@ from contractsdk._ids import parse_id
 from contractsdk._ratelimit import RateLimits
 from contractsdk.bulk import (
     BulkJob,
-    BulkProgress,
     BulkSummary,
     RowOutcome,
     read_status,
@@ -48,16 +37,14 @@ from contractsdk.bulk import (
 )
 from contractsdk.bulk._parties import parties_from_flags
 from contractsdk.cli._app import argument, cli, numeric_id, runs
-from contractsdk.cli._output import console, dump_json, print_pairs, print_table
+from contractsdk.cli._bulk_output import LISTED, show_plan, show_status, show_summary
+from contractsdk.cli._output import console
+from contractsdk.cli._progress import ProgressView, handle_interrupts
 from contractsdk.cli._resources import make_client
 
 __all__ = ["ProgressView", "example_csv", "parse_columns"]
 
-#: Seconds between progress redraws on a terminal, and between lines otherwise.
-TTY_INTERVAL = 0.25
-LOG_INTERVAL = 5.0
-#: How many failures and invalid rows ``status`` and the summary list.
-LISTED = 20
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def parse_columns(items: list[str] | None) -> dict[str, str | None]:
@@ -77,145 +64,6 @@ def parse_columns(items: list[str] | None) -> dict[str, str | None]:
     return columns
 
 
-class ProgressView:
-    """Shows a job's progress on stderr: a rich bar on a terminal, plain lines otherwise.
-
-    Fed by the outcomes the job yields (:meth:`seen`) and its :meth:`BulkJob.progress`
-    snapshots (total, 429s, retries). The rate counts only rows actually sent (created,
-    failed or unknown), never rows skipped as created before or refused as invalid, over
-    the time since the first of them was on its way; the ETA is the rows left at that rate.
-    Both freeze when the job is stopped.
-
-    Args:
-        job: The job to report on.
-        out: The console to draw on (stderr).
-        enabled: False draws nothing.
-    """
-
-    def __init__(self, job: BulkJob, out: Console, *, enabled: bool = True) -> None:
-        self.job = job
-        self.out = out
-        self.enabled = enabled
-        self.done = 0
-        self.sent = 0
-        self.stopped = False
-        self._start = time.monotonic()
-        self._stopped_at: float | None = None
-        self._bar: Progress | None = None
-        self._task: Any = None
-
-    # -- what is shown ---------------------------------------------------------------------
-
-    def seen(self, outcome: RowOutcome) -> None:
-        """Count one outcome the job yielded."""
-        self.done += 1
-        if outcome.skipped or outcome.state == "invalid":
-            if self.sent == 0:  # the clock of the send rate starts at the first row sent
-                self._start = time.monotonic()
-            return
-        self.sent += 1
-
-    def stop(self) -> None:
-        """Freeze the rate and ETA: the job sends nothing more."""
-        self.stopped = True
-        self._stopped_at = time.monotonic()
-
-    def rate(self) -> float:
-        """Rows sent per second."""
-        end = self._stopped_at if self._stopped_at is not None else time.monotonic()
-        elapsed = end - self._start
-        return self.sent / elapsed if self.sent and elapsed > 0 else 0.0
-
-    def eta(self, snapshot: BulkProgress) -> str:
-        """The time left at the send rate, as ``m:ss``; ``-:--`` when it cannot be told."""
-        rate = self.rate()
-        if self.stopped:
-            return "stopped"
-        if snapshot.total is None or rate <= 0:
-            return "-:--"
-        seconds = round(max(0, snapshot.total - self.done) / rate)
-        return f"{seconds // 60}:{seconds % 60:02d}"
-
-    def fields(self) -> dict[str, Any]:
-        """The figures of the current snapshot, for the bar's columns and the plain line."""
-        snapshot = self.job.progress()
-        return {
-            "total": snapshot.total,
-            "rate": f"{self.rate():,.1f} rows/s",
-            "eta": self.eta(snapshot),
-            "created": snapshot.created,
-            "skipped": snapshot.skipped,
-            "invalid": snapshot.invalid,
-            "failed": snapshot.failed,
-            "throttled": snapshot.throttled,
-            "retries": snapshot.retries,
-        }
-
-    def line(self) -> str:
-        """One plain line: for logs and CI, where a bar cannot be redrawn."""
-        f = self.fields()
-        total = f"/{f['total']:,}" if f["total"] is not None else ""
-        return (
-            f"{self.done:,}{total} rows  {f['rate']}  ETA {f['eta']}  created {f['created']:,}"
-            f"  skipped {f['skipped']:,}  invalid {f['invalid']:,}  failed {f['failed']:,}"
-            f"  429s {f['throttled']:,}  retries {f['retries']:,}"
-        )
-
-    # -- drawing ---------------------------------------------------------------------------
-
-    def __enter__(self) -> ProgressView:
-        if self.enabled and self.out.is_terminal:
-            self._bar = Progress(
-                BarColumn(bar_width=24),
-                TaskProgressColumn(),
-                MofNCompleteColumn(),
-                TextColumn("[cyan]{task.fields[rate]}"),
-                TextColumn("ETA {task.fields[eta]}"),
-                TextColumn(
-                    "[green]created {task.fields[created]}[/] "
-                    "[yellow]invalid {task.fields[invalid]}[/] "
-                    "[red]failed {task.fields[failed]}[/] "
-                    "[dim]skipped {task.fields[skipped]}[/] "
-                    "[magenta]429s {task.fields[throttled]} retries {task.fields[retries]}"
-                ),
-                console=self.out,
-                refresh_per_second=4,
-            )
-            self._bar.start()
-            fields = self.fields()
-            self._task = self._bar.add_task("rows", total=fields.pop("total"), **fields)
-        return self
-
-    def say(self, message: str) -> None:
-        """Write a message on its own line, above the bar."""
-        self.out.print(message, markup=False)
-
-    def draw(self) -> None:
-        """Update the bar, or write a plain line."""
-        if not self.enabled:
-            return
-        if self._bar is not None:
-            fields = self.fields()
-            total = fields.pop("total")
-            self._bar.update(self._task, completed=self.done, total=total, **fields)
-        else:
-            self.out.print(self.line(), markup=False)
-
-    async def run(self) -> None:
-        """Draw until cancelled."""
-        interval = TTY_INTERVAL if self._bar is not None else LOG_INTERVAL
-        while True:
-            await asyncio.sleep(interval)
-            self.draw()
-
-    def __exit__(self, *exc: object) -> None:
-        if not self.enabled:
-            return
-        self.draw()
-        if self._bar is not None:
-            self._bar.stop()
-
-
 @contextlib.contextmanager
 def _report_file(path: str | None) -> Iterator[TextIO | None]:
     if path is None:
@@ -229,38 +77,6 @@ def _report_file(path: str | None) -> Iterator[TextIO | None]:
         yield handle
 
 
-@contextlib.contextmanager
-def _interrupts(job: BulkJob, progress: ProgressView) -> Iterator[dict[str, bool]]:
-    """First Ctrl-C: stop sending and drain; a second one: abort at once."""
-    state = {"interrupted": False}
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-
-    def on_signal() -> None:
-        if state["interrupted"]:
-            progress.say("aborting: requests in flight are left 'sending' and reconciled next run")
-            job.abort()
-            if task is not None:
-                task.cancel()
-            return
-        state["interrupted"] = True
-        job.stop()
-        progress.stop()
-        progress.say(
-            "stopping: no new requests; waiting for those in flight (Ctrl-C again to abort)"
-        )
-
-    installed = False
-    with contextlib.suppress(NotImplementedError, RuntimeError):  # Windows, or not main thread
-        loop.add_signal_handler(signal.SIGINT, on_signal)
-        installed = True
-    try:
-        yield state
-    finally:
-        if installed:
-            loop.remove_signal_handler(signal.SIGINT)
-
-
 async def _drive(job: BulkJob, args: argparse.Namespace, *, retry: bool) -> int:
     """Run a job (or its retry) with progress, report and Ctrl-C handling; return the exit code."""
     progress = ProgressView(job, console(stderr=True), enabled=not args.quiet)
@@ -268,7 +84,7 @@ async def _drive(job: BulkJob, args: argparse.Namespace, *, retry: bool) -> int:
     with (
         _report_file(args.report) as report,
         progress,
-        _interrupts(job, progress) as interrupts,
+        handle_interrupts(job, progress) as interrupts,
     ):
         drawer = asyncio.create_task(progress.run())
         try:
@@ -289,7 +105,7 @@ async def _drive(job: BulkJob, args: argparse.Namespace, *, retry: bool) -> int:
                 await drawer
     summary = job.summary
     assert summary is not None
-    _show_summary(args, summary, listed)
+    show_summary(args, summary, listed)
     if interrupts["interrupted"]:
         return 130
     return _exit_code(summary)
@@ -301,49 +117,6 @@ def _exit_code(summary: BulkSummary) -> int:
     if summary.invalid:
         return 3
     return 0
-
-
-def _problem(outcome: RowOutcome) -> str:
-    if outcome.reasons:
-        return "; ".join(outcome.reasons)
-    return outcome.error or ""
-
-
-def _where(outcome: RowOutcome) -> str:
-    return f"line {outcome.line}" if outcome.line is not None else f"row {outcome.row}"
-
-
-def _show_summary(args: argparse.Namespace, summary: BulkSummary, listed: list[RowOutcome]) -> None:
-    if getattr(args, "json", False):
-        dump_json({"summary": summary.to_json(), "problems": [o.to_json() for o in listed]})
-        return
-    if listed:
-        print_table(
-            ["where", "state", "name", "problem"],
-            [(_where(o), o.state, o.name, _problem(o)) for o in listed],
-        )
-        console().print()
-    rows: list[tuple[str, object]] = [
-        ("job", summary.job_id),
-        ("run", summary.run),
-        ("rows", summary.rows),
-        ("created", summary.created),
-        *([("incomplete (parties missing)", summary.incomplete)] if summary.incomplete else []),
-        ("already created", summary.skipped),
-        ("invalid", summary.invalid),
-        ("failed", summary.failed),
-    ]
-    if summary.unknown:
-        rows.append(("outcome unknown", summary.unknown))
-    if summary.pending:
-        rows.append(("not sent (stopped)", summary.pending))
-    rows += [
-        ("found by reconciliation", summary.reconciled),
-        ("429 answers", summary.throttled),
-        ("retries", summary.retries),
-        ("seconds", f"{summary.elapsed:.1f}"),
-    ]
-    print_pairs(rows)
 
 
 async def _make_job(args: argparse.Namespace, client: Any) -> BulkJob:
@@ -398,17 +171,6 @@ def _client(args: argparse.Namespace) -> ContractClient:
     return client
 
 
-async def bulk_create(args: argparse.Namespace) -> int:
-    """Create a contract for each valid row of a file, journaled and resumable."""
-    async with _client(args) as client:
-        job = await _make_job(args, client)
-        if args.dry_run:
-            return await _dry_run(args, job)
-        if job.journal is not None and not args.quiet:
-            click.echo(f"journal: {job.journal} (job {job.job_id})", err=True)
-        return await _drive(job, args, retry=False)
-
-
 async def _dry_run(args: argparse.Namespace, job: BulkJob) -> int:
     listed: list[RowOutcome] = []
     with _report_file(args.report) as report:
@@ -420,138 +182,8 @@ async def _dry_run(args: argparse.Namespace, job: BulkJob) -> int:
                 listed.append(outcome)
 
         plan = await job.plan(on_outcome=seen)
-    if getattr(args, "json", False):
-        dump_json({"plan": plan.to_json(), "invalid": [o.to_json() for o in listed]})
-        return 3 if plan.invalid else 0
-    if listed:
-        print_table(
-            ["where", "name", "problem"], [(_where(o), o.name, _problem(o)) for o in listed]
-        )
-        console().print()
-    if plan.estimated_seconds is None:
-        estimate = "unknown (no write rate known)"
-    else:
-        estimate = (
-            f"{plan.estimated_seconds:,.1f} s at {plan.write_rate:g} writes/s ({plan.rate_source})"
-        )
-    print_pairs(
-        [
-            ("job", plan.job_id),
-            ("rows", plan.rows),
-            ("would create", plan.to_send),
-            ("invalid", plan.invalid),
-            ("already created", plan.skipped),
-            ("unknown, to reconcile", plan.unknown),
-            ("estimated time", estimate),
-        ],
-    )
-    click.echo("dry run: nothing was sent and the journal was not changed")
+    show_plan(args, plan, listed)
     return 3 if plan.invalid else 0
-
-
-async def bulk_retry(args: argparse.Namespace) -> int:
-    """Send again the rows of a journal that are not created."""
-    async with _client(args) as client:
-        job = await BulkJob.from_journal(
-            client, args.journal, concurrency=args.concurrency, rounds=args.rounds
-        )
-        return await _drive(job, args, retry=True)
-
-
-async def bulk_status(args: argparse.Namespace) -> int:
-    """Show a journal: its job, counts by state, runs, failures and reasons."""
-    if not await asyncio.to_thread(Path(args.journal).exists):
-        raise ConfigurationError(f"no journal at {args.journal}")
-    status = await read_status(args.journal, limit=args.limit)
-    if getattr(args, "json", False):
-        dump_json(
-            {
-                "job_id": status.job_id,
-                "identity": status.identity,
-                "created": status.created,
-                "sdk_version": status.sdk_version,
-                "counts": status.counts,
-                "latest_run_counts": status.latest_counts,
-                "runs": status.runs,
-                "unfinished": [_record_json(r) for r in status.unfinished],
-                "invalid": [_record_json(r) for r in status.invalid],
-                "incomplete_count": status.incomplete_count,
-                "incomplete": [
-                    {"key": key, "row": row, "contract_id": contract, "missing": what}
-                    for key, row, contract, what in status.incomplete
-                ],
-            }
-        )
-        return 0
-    identity = status.identity
-    target = f"team {identity.get('team_id') or 'per row'}"
-    template = identity.get("template_id")
-    target += f", template {template}" if template != "latest" else ""
-    if identity.get("contract_type_id"):
-        target += f", contract type {identity['contract_type_id']}"
-    out = console()
-    say = click.echo
-    say(f"job {status.job_id}: {target}, created by user {identity.get('created_by')}")
-    say(f"against {identity.get('base_url')}; ", nl=False)
-    say(f"journal created {status.created} by contractsdk {status.sdk_version}")
-    if status.source:
-        say(f"input: {status.source}")
-    say()
-    print_table(
-        ["state", "rows", "in latest run"],
-        [(state, status.counts[state], status.latest_counts[state]) for state in status.counts],
-        out=out,
-    )
-    say()
-    print_table(
-        ["run", "mode", "started", "finished", "outcome"],
-        [(r["run"], r["mode"], r["started"], r["finished"], r["outcome"]) for r in status.runs],
-        out=out,
-    )
-    if status.unfinished:
-        say()
-        say(
-            "not created yet (`bulk create` again with the same options continues the job; "
-            "`bulk retry` sends just these):"
-        )
-        print_table(
-            ["row", "state", "name", "attempts", "last error"],
-            [(r.row, r.state, r.name, r.attempts, r.error) for r in status.unfinished],
-            out=out,
-        )
-    if status.incomplete:
-        say()
-        say(
-            f"{status.incomplete_count} contract(s) created without all their parties "
-            "(`bulk retry` adds the missing ones):"
-        )
-        print_table(
-            ["row", "contract", "missing"],
-            [(row, contract, what) for _key, row, contract, what in status.incomplete],
-            out=out,
-        )
-    if status.invalid:
-        say()
-        say("invalid in the latest run (fix the input and run `bulk create` again):")
-        print_table(
-            ["row", "line", "name", "reasons"],
-            [(r.row, r.line, r.name, (r.error or "").replace("\n", "; ")) for r in status.invalid],
-            out=out,
-        )
-    return 0
-
-
-def _record_json(record: Any) -> dict[str, Any]:
-    return {
-        "row": record.row,
-        "line": record.line,
-        "key": record.key,
-        "state": record.state,
-        "name": record.name,
-        "contract_id": record.contract_id,
-        "attempts": record.attempts,
-        "error": record.error,
-    }
 
 
 def example_csv() -> str:
@@ -572,6 +204,161 @@ def example_csv() -> str:
     raise ConfigurationError("this installation has no example CSV")
 
 
+# -- the command tree ------------------------------------------------------------------
+#
+# A command's parameters are listed, in --help and its usage line, in the order of its
+# decorators, top to bottom.
+
+
+@cli.group()
+def bulk() -> None:
+    """Create many contracts from a CSV or JSONL file, with a resumable journal."""
+
+
+JOURNAL = argument("journal", help="The job's journal (FILE.journal.db).")
+
+
+def _run_options(handler: F) -> F:
+    """Add the options of a run (create and retry), after the command's own."""
+    options = [
+        click.option(
+            "--concurrency",
+            type=click.IntRange(min=1),
+            default=16,
+            show_default=True,
+            help="Requests in flight.",
+        ),
+        click.option(
+            "--rounds",
+            type=click.IntRange(min=0),
+            default=2,
+            show_default=True,
+            help="Extra tries of retryable rows.",
+        ),
+        click.option("--report", metavar="FILE", help="Write one JSON line per row."),
+        click.option("-q", "--quiet", is_flag=True, help="No progress display."),
+        click.option(
+            "--write-rate",
+            type=click.FloatRange(min=0, min_open=True),
+            metavar="PER_SECOND",
+            help="The service's write limit, if not the environment's documented one.",
+        ),
+    ]
+    for option in reversed(options):  # decorators apply bottom-up
+        handler = option(handler)
+    return handler
+
+
+# -- the commands ----------------------------------------------------------------------
+
+
+@runs(bulk, "create")
+@argument("file", help="A .csv (with a header line) or .jsonl file.")
+@click.option("--team", help="The team: an id, or a name among --created-by's teams.")
+@click.option("--contract-type", help="The contract type: an id or a name.")
+@click.option("--template", type=numeric_id, help="A template version id (default: newest).")
+@click.option(
+    "--created-by",
+    type=numeric_id,
+    required=True,
+    metavar="USER_ID",
+    help="The user who creates the contracts.",
+)
+@click.option(
+    "--column",
+    multiple=True,
+    metavar="COL=TERM",
+    help="Map a column to a term (COL= ignores it); repeatable.",
+)
+@click.option("--key-column", metavar="COL", help="A column with your own reference per row.")
+@click.option(
+    "--party",
+    multiple=True,
+    metavar="NAME:SIDE:ROLE[,ROLE]",
+    help="A party every contract gets (e.g. tenant:second:party); repeatable.",
+)
+@click.option(
+    "--party-user-column",
+    multiple=True,
+    metavar="NAME=COL",
+    help="The column of user ids of a party (e.g. tenant=tenant_user_id).",
+)
+@click.option(
+    "--party-column",
+    multiple=True,
+    metavar="NAME:COL=FIELD",
+    help="A column giving a party's identity field (tenant:tenant_email=Email); repeatable.",
+)
+@click.option(
+    "--match-term",
+    default="contract_name",
+    show_default=True,
+    help="The term naming each contract.",
+)
+@click.option("--team-column", metavar="COL", help="A column of team ids.")
+@click.option("--contract-type-column", metavar="COL", help="A column of contract type ids.")
+@click.option("--template-column", metavar="COL", help="A column of template ids.")
+@click.option("--journal", metavar="FILE", help="The journal (default: FILE.journal.db).")
+@click.option("--no-journal", is_flag=True, help="No journal (and no resume).")
+@click.option("--dry-run", is_flag=True, help="Validate and estimate; send nothing.")
+@click.option("--require-all", is_flag=True, help="Refuse rows with unanswered terms.")
+@_run_options
+async def bulk_create(args: argparse.Namespace) -> int:
+    """Create a contract for each valid row of FILE, journaled and resumable.
+
+    Every row is validated first; valid rows are created at the rate limit. The journal
+    makes the command resumable: run it again to continue.
+    """
+    async with _client(args) as client:
+        job = await _make_job(args, client)
+        if args.dry_run:
+            return await _dry_run(args, job)
+        if job.journal is not None and not args.quiet:
+            click.echo(f"journal: {job.journal} (job {job.job_id})", err=True)
+        return await _drive(job, args, retry=False)
+
+
+@runs(bulk, "status")
+@JOURNAL
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=LISTED,
+    show_default=True,
+    help="Rows listed per section.",
+)
+async def bulk_status(args: argparse.Namespace) -> int:
+    """Show a journal: its job, counts by state, runs, failures and reasons."""
+    if not await asyncio.to_thread(Path(args.journal).exists):
+        raise ConfigurationError(f"no journal at {args.journal}")
+    show_status(args, await read_status(args.journal, limit=args.limit))
+    return 0
+
+
+@runs(bulk, "retry")
+@JOURNAL
+@_run_options
+async def bulk_retry(args: argparse.Namespace) -> int:
+    """Send again the rows of a journal that are not created.
+
+    Reconciles and sends again every failed, unknown or unsent row, from the values kept in
+    the journal (the input file is not read).
+    """
+    async with _client(args) as client:
+        job = await BulkJob.from_journal(
+            client, args.journal, concurrency=args.concurrency, rounds=args.rounds
+        )
+        return await _drive(job, args, retry=True)
+
+
+@runs(bulk, "example", json_output=False)
+@argument(
+    "path",
+    default="tenancies.csv",
+    required=False,
+    help="Where to write it (default tenancies.csv; - for stdout).",
+)
+@click.option("--force", is_flag=True, help="Overwrite an existing file.")
 async def bulk_example(args: argparse.Namespace) -> int:
     """Write the example CSV of tenancies, to try bulk create with.
 
@@ -593,137 +380,3 @@ async def bulk_example(args: argparse.Namespace) -> int:
         raise ConfigurationError(f"cannot write {path}: {exc.strerror}") from None
     click.echo(f"wrote {path} ({text.count(chr(10)) - 1} rows)")
     return 0
-
-
-# -- the command tree ------------------------------------------------------------------
-
-
-@cli.group()
-def bulk() -> None:
-    """Create many contracts from a CSV or JSONL file, with a resumable journal."""
-
-
-def _running(command: click.Command) -> None:
-    """Add the options of a run (create and retry) to a command."""
-    command.params[-8:-8] = [
-        click.Option(
-            ["--concurrency"],
-            type=click.IntRange(min=1),
-            default=16,
-            show_default=True,
-            help="Requests in flight.",
-        ),
-        click.Option(
-            ["--rounds"],
-            type=click.IntRange(min=0),
-            default=2,
-            show_default=True,
-            help="Extra tries of retryable rows.",
-        ),
-        click.Option(["--report"], metavar="FILE", help="Write one JSON line per row."),
-        click.Option(["-q", "--quiet"], is_flag=True, help="No progress display."),
-        click.Option(
-            ["--write-rate"],
-            type=click.FloatRange(min=0, min_open=True),
-            metavar="PER_SECOND",
-            help="The service's write limit, if not the environment's documented one.",
-        ),
-    ]
-
-
-def _option(*decls: str, **kwargs: Any) -> click.Option:
-    return click.Option(list(decls), **kwargs)
-
-
-_create = runs(bulk, "create")(
-    argument("file", help="A .csv (with a header line) or .jsonl file.")(bulk_create)
-)
-_create.help = (
-    "Create a contract for each valid row of FILE, journaled and resumable.\n\n"
-    "Every row is validated first; valid rows are created at the rate limit. The journal "
-    "makes the command resumable: run it again to continue."
-)
-_create.params[1:1] = [
-    _option("--team", help="The team: an id, or a name among --created-by's teams."),
-    _option("--contract-type", help="The contract type: an id or a name."),
-    _option("--template", type=numeric_id, help="A template version id (default: newest)."),
-    _option(
-        "--created-by",
-        type=numeric_id,
-        required=True,
-        metavar="USER_ID",
-        help="The user who creates the contracts.",
-    ),
-    _option(
-        "--column",
-        multiple=True,
-        metavar="COL=TERM",
-        help="Map a column to a term (COL= ignores it); repeatable.",
-    ),
-    _option("--key-column", metavar="COL", help="A column with your own reference per row."),
-    _option(
-        "--party",
-        multiple=True,
-        metavar="NAME:SIDE:ROLE[,ROLE]",
-        help="A party every contract gets (e.g. tenant:second:party); repeatable.",
-    ),
-    _option(
-        "--party-user-column",
-        multiple=True,
-        metavar="NAME=COL",
-        help="The column of user ids of a party (e.g. tenant=tenant_user_id).",
-    ),
-    _option(
-        "--party-column",
-        multiple=True,
-        metavar="NAME:COL=FIELD",
-        help="A column giving a party's identity field (tenant:tenant_email=Email); repeatable.",
-    ),
-    _option(
-        "--match-term",
-        default="contract_name",
-        show_default=True,
-        help="The term naming each contract.",
-    ),
-    _option("--team-column", metavar="COL", help="A column of team ids."),
-    _option("--contract-type-column", metavar="COL", help="A column of contract type ids."),
-    _option("--template-column", metavar="COL", help="A column of template ids."),
-    _option("--journal", metavar="FILE", help="The journal (default: FILE.journal.db)."),
-    _option("--no-journal", is_flag=True, help="No journal (and no resume)."),
-    _option("--dry-run", is_flag=True, help="Validate and estimate; send nothing."),
-    _option("--require-all", is_flag=True, help="Refuse rows with unanswered terms."),
-]
-_running(_create)
-
-_status = runs(bulk, "status")(
-    argument("journal", help="The job's journal (FILE.journal.db).")(bulk_status)
-)
-_status.params[1:1] = [
-    _option(
-        "--limit",
-        type=click.IntRange(min=1),
-        default=LISTED,
-        show_default=True,
-        help="Rows listed per section.",
-    )
-]
-
-_retry = runs(bulk, "retry")(
-    argument("journal", help="The job's journal (FILE.journal.db).")(bulk_retry)
-)
-_retry.help = (
-    "Send again the rows of a journal that are not created.\n\n"
-    "Reconciles and sends again every failed, unknown or unsent row, from the values kept "
-    "in the journal (the input file is not read)."
-)
-_running(_retry)
-
-_example = runs(bulk, "example", json_output=False)(
-    argument(
-        "path",
-        default="tenancies.csv",
-        required=False,
-        help="Where to write it (default tenancies.csv; - for stdout).",
-    )(bulk_example)
-)
-_example.params[1:1] = [_option("--force", is_flag=True, help="Overwrite an existing file.")]

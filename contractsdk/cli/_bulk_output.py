@@ -1,0 +1,185 @@
+"""What the bulk commands print: a run's summary, a dry run's plan, a journal's status.
+
+Each is a table for people, or JSON with ``--json``, on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import click
+
+from contractsdk.bulk import BulkPlan, BulkSummary, JournalStatus, RowOutcome
+from contractsdk.cli._output import console, dump_json, print_pairs, print_table
+
+__all__ = ["LISTED", "show_plan", "show_status", "show_summary"]
+
+#: How many failures and invalid rows ``status`` and the summary list.
+LISTED = 20
+
+
+def _problem(outcome: RowOutcome) -> str:
+    if outcome.reasons:
+        return "; ".join(outcome.reasons)
+    return outcome.error or ""
+
+
+def _where(outcome: RowOutcome) -> str:
+    return f"line {outcome.line}" if outcome.line is not None else f"row {outcome.row}"
+
+
+def show_summary(args: argparse.Namespace, summary: BulkSummary, listed: list[RowOutcome]) -> None:
+    """Print a run's summary, after the rows it lists (failed, invalid, unknown)."""
+    if getattr(args, "json", False):
+        dump_json({"summary": summary.to_json(), "problems": [o.to_json() for o in listed]})
+        return
+    if listed:
+        print_table(
+            ["where", "state", "name", "problem"],
+            [(_where(o), o.state, o.name, _problem(o)) for o in listed],
+        )
+        console().print()
+    rows: list[tuple[str, object]] = [
+        ("job", summary.job_id),
+        ("run", summary.run),
+        ("rows", summary.rows),
+        ("created", summary.created),
+        *([("incomplete (parties missing)", summary.incomplete)] if summary.incomplete else []),
+        ("already created", summary.skipped),
+        ("invalid", summary.invalid),
+        ("failed", summary.failed),
+    ]
+    if summary.unknown:
+        rows.append(("outcome unknown", summary.unknown))
+    if summary.pending:
+        rows.append(("not sent (stopped)", summary.pending))
+    rows += [
+        ("found by reconciliation", summary.reconciled),
+        ("429 answers", summary.throttled),
+        ("retries", summary.retries),
+        ("seconds", f"{summary.elapsed:.1f}"),
+    ]
+    print_pairs(rows)
+
+
+def show_plan(args: argparse.Namespace, plan: BulkPlan, listed: list[RowOutcome]) -> None:
+    """Print a dry run's plan, after the invalid rows it lists."""
+    if getattr(args, "json", False):
+        dump_json({"plan": plan.to_json(), "invalid": [o.to_json() for o in listed]})
+        return
+    if listed:
+        print_table(
+            ["where", "name", "problem"], [(_where(o), o.name, _problem(o)) for o in listed]
+        )
+        console().print()
+    if plan.estimated_seconds is None:
+        estimate = "unknown (no write rate known)"
+    else:
+        estimate = (
+            f"{plan.estimated_seconds:,.1f} s at {plan.write_rate:g} writes/s ({plan.rate_source})"
+        )
+    print_pairs(
+        [
+            ("job", plan.job_id),
+            ("rows", plan.rows),
+            ("would create", plan.to_send),
+            ("invalid", plan.invalid),
+            ("already created", plan.skipped),
+            ("unknown, to reconcile", plan.unknown),
+            ("estimated time", estimate),
+        ],
+    )
+    click.echo("dry run: nothing was sent and the journal was not changed")
+
+
+def show_status(args: argparse.Namespace, status: JournalStatus) -> None:
+    """Print a journal's status: its job, counts by state, runs, unfinished and invalid rows."""
+    if getattr(args, "json", False):
+        dump_json(
+            {
+                "job_id": status.job_id,
+                "identity": status.identity,
+                "created": status.created,
+                "sdk_version": status.sdk_version,
+                "counts": status.counts,
+                "latest_run_counts": status.latest_counts,
+                "runs": status.runs,
+                "unfinished": [_record_json(r) for r in status.unfinished],
+                "invalid": [_record_json(r) for r in status.invalid],
+                "incomplete_count": status.incomplete_count,
+                "incomplete": [
+                    {"key": key, "row": row, "contract_id": contract, "missing": what}
+                    for key, row, contract, what in status.incomplete
+                ],
+            }
+        )
+        return
+    identity = status.identity
+    target = f"team {identity.get('team_id') or 'per row'}"
+    template = identity.get("template_id")
+    target += f", template {template}" if template != "latest" else ""
+    if identity.get("contract_type_id"):
+        target += f", contract type {identity['contract_type_id']}"
+    out = console()
+    say = click.echo
+    say(f"job {status.job_id}: {target}, created by user {identity.get('created_by')}")
+    say(f"against {identity.get('base_url')}; ", nl=False)
+    say(f"journal created {status.created} by contractsdk {status.sdk_version}")
+    if status.source:
+        say(f"input: {status.source}")
+    say()
+    print_table(
+        ["state", "rows", "in latest run"],
+        [(state, status.counts[state], status.latest_counts[state]) for state in status.counts],
+        out=out,
+    )
+    say()
+    print_table(
+        ["run", "mode", "started", "finished", "outcome"],
+        [(r["run"], r["mode"], r["started"], r["finished"], r["outcome"]) for r in status.runs],
+        out=out,
+    )
+    if status.unfinished:
+        say()
+        say(
+            "not created yet (`bulk create` again with the same options continues the job; "
+            "`bulk retry` sends just these):"
+        )
+        print_table(
+            ["row", "state", "name", "attempts", "last error"],
+            [(r.row, r.state, r.name, r.attempts, r.error) for r in status.unfinished],
+            out=out,
+        )
+    if status.incomplete:
+        say()
+        say(
+            f"{status.incomplete_count} contract(s) created without all their parties "
+            "(`bulk retry` adds the missing ones):"
+        )
+        print_table(
+            ["row", "contract", "missing"],
+            [(row, contract, what) for _key, row, contract, what in status.incomplete],
+            out=out,
+        )
+    if status.invalid:
+        say()
+        say("invalid in the latest run (fix the input and run `bulk create` again):")
+        print_table(
+            ["row", "line", "name", "reasons"],
+            [(r.row, r.line, r.name, (r.error or "").replace("\n", "; ")) for r in status.invalid],
+            out=out,
+        )
+
+
+def _record_json(record: Any) -> dict[str, Any]:
+    return {
+        "row": record.row,
+        "line": record.line,
+        "key": record.key,
+        "state": record.state,
+        "name": record.name,
+        "contract_id": record.contract_id,
+        "attempts": record.attempts,
+        "error": record.error,
+    }
