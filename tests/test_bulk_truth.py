@@ -263,3 +263,30 @@ def test_the_example_csv_ships_in_the_package() -> None:
     assert text == (root / "examples" / "tenancies.csv").read_text(encoding="utf-8")
     header = next(csv.reader(io.StringIO(text)))
     assert header[:2] == ["reference", "contract_name"]
+
+
+def test_the_rate_leaves_out_the_time_spent_skipping(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A resumed run skips 5,000 rows for 50 s, then sends 100 in 1 s: 100 rows/s, not 2."""
+    from types import SimpleNamespace
+
+    from contractsdk._logging import ClientStats
+    from contractsdk.bulk import _tally
+
+    now = [0.0]
+    monkeypatch.setattr(f"{_tally.__name__}.time", SimpleNamespace(monotonic=lambda: now[0]))
+    stats = ClientStats(
+        requests=0, responses={}, retries=0, throttled=0, limiter_wait=0.0, token_requests=0
+    )
+    tally = _tally.Tally(stats_start=stats, started=0.0, rate_from=0.0)
+    skipped = SimpleNamespace(skipped=True, incomplete=False, state="created")
+    created = SimpleNamespace(skipped=False, incomplete=False, state="created")
+    for _ in range(5000):
+        now[0] += 0.01
+        tally.count(skipped, sent=False)  # type: ignore[arg-type]
+    for _ in range(100):
+        now[0] += 0.01
+        tally.count(created, sent=True)  # type: ignore[arg-type]
+    progress = tally.progress(stats)
+    assert progress.sent == 100
+    assert progress.rate == pytest.approx(100.0)
+    assert progress.elapsed == pytest.approx(51.0)

@@ -223,6 +223,9 @@ class BulkProgress:
         elapsed: Seconds the run has been sending: from its start until now, or until it
             was asked to stop.
         sent: Rows whose outcome came from a request in this run.
+        sending: Seconds since this run's first row was on its way (until now, or until
+            it was asked to stop): the rate's clock, which leaves out the time a resumed
+            run spends skipping rows created before. None: the same as ``elapsed``.
         unknown: Rows whose outcome is unknown (reconciled by a later run).
         pending: Rows not sent because the job stopped (known once it ends).
         stopping: True once the job was asked to stop (Ctrl-C, ``stop()``, ``abort()``)
@@ -243,6 +246,7 @@ class BulkProgress:
     retries: int
     elapsed: float
     sent: int = 0
+    sending: float | None = None
     unknown: int = 0
     pending: int = 0
     stopping: bool = False
@@ -251,8 +255,13 @@ class BulkProgress:
 
     @property
     def rate(self) -> float:
-        """Rows sent per second (skipped and invalid rows are not counted)."""
-        return self.sent / self.elapsed if self.elapsed > 0 else 0.0
+        """Rows sent per second, over the time since the first was sent.
+
+        Skipped and invalid rows count neither as rows nor as time: a resumed run that
+        skips thousands of rows created before shows the rate it sends at.
+        """
+        seconds = self.elapsed if self.sending is None else self.sending
+        return self.sent / seconds if seconds > 0 else 0.0
 
     @property
     def eta(self) -> float | None:

@@ -51,6 +51,9 @@ class Tally:
     reconciled: ListingResult = attrs.field(factory=ListingResult)
     stopped_at: float | None = None
     ended_at: float | None = None
+    #: The rate's clock: restarted by every row skipped or refused before the first row is
+    #: sent, so that a resumed run's skipping is not counted as time spent sending.
+    rate_from: float = attrs.field(factory=time.monotonic)
 
     @property
     def rows(self) -> int:
@@ -59,6 +62,8 @@ class Tally:
 
     def count(self, outcome: RowOutcome, *, sent: bool) -> None:
         """Count one reported outcome (``sent``: its row was sent in this run)."""
+        if not sent and self.sent == 0:
+            self.rate_from = time.monotonic()
         if outcome.skipped:
             self.counts["skipped"] += 1
         elif outcome.incomplete:
@@ -121,6 +126,7 @@ class Tally:
             retries=stats.retries - self.stats_start.retries,
             elapsed=max(0.0, until - self.started),
             sent=self.sent,
+            sending=max(0.0, until - self.rate_from),
             unknown=counts["unknown"],
             pending=counts["pending"],
             stopping=self.stopped_at is not None and self.ended_at is None,
