@@ -259,6 +259,10 @@ class ServerError(APIError):
     """5xx: the service failed."""
 
 
+#: The most problem lines a ResponseValidationError keeps (the rest are counted).
+MAX_ERROR_LINES = 100
+
+
 class ResponseValidationError(ContractSDKError):
     """A successful response's body could not be read into the expected model.
 
@@ -280,7 +284,10 @@ class ResponseValidationError(ContractSDKError):
     ) -> None:
         super().__init__(message)
         self.model = model
-        self.errors = tuple(scrub(line) for line in errors)
+        lines = list(errors[:MAX_ERROR_LINES])
+        if len(errors) > MAX_ERROR_LINES:  # a hostile answer may hold a million bad items
+            lines.append(f"… and {len(errors) - MAX_ERROR_LINES} more problems")
+        self.errors = tuple(scrub(line) for line in lines)
         self.method = method
         self.url = url
 

@@ -168,3 +168,14 @@ def test_5000_deep_model_itself_is_a_typed_error() -> None:
     with pytest.raises(ResponseValidationError) as caught:
         structure(nested(5000), User)
     check_bounded(caught.value)
+
+
+def test_a_validation_error_keeps_at_most_a_hundred_lines() -> None:
+    """A million bad items make a hundred lines and a count, not a million lines."""
+    from contractsdk import ResponseValidationError
+    from contractsdk._exceptions import MAX_ERROR_LINES
+
+    error = ResponseValidationError("bad", errors=[f"$[{n}]: bad" for n in range(1_000_000)])
+    assert len(error.errors) == MAX_ERROR_LINES + 1
+    assert error.errors[-1] == f"… and {1_000_000 - MAX_ERROR_LINES} more problems"
+    assert error.errors[0] == "$[0]: bad"
