@@ -173,6 +173,10 @@ async def test_an_unknown_column_is_refused_with_a_suggestion(
     message = str(caught.value)
     assert "'contract_rentFrequncy' (did you mean 'contract_rentFrequency'?)" in message
     assert "'notes'" in message
+    # The hint is in the command line's words: the flags that map or ignore each column.
+    assert "--column contract_rentFrequncy=contract_rentFrequency" in message
+    assert "--column notes=TERM" in message and "--column notes= " in message
+    assert "columns=" not in message
     assert await names_in(server, 500) == []
     assert not (tmp_path / "j.db").exists()  # a refused first run leaves no journal
     # Mapping the column, and ignoring the other, makes it work (with the same journal).

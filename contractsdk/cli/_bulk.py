@@ -31,6 +31,7 @@ from contractsdk.bulk import (
     BulkJob,
     BulkSummary,
     RowOutcome,
+    UnknownColumnsError,
     read_status,
     resolve_contract_type,
     resolve_team,
@@ -315,7 +316,22 @@ async def bulk_create(args: argparse.Namespace) -> int:
             return await _dry_run(args, job)
         if job.journal is not None and not args.quiet:
             click.echo(f"journal: {job.journal} (job {job.job_id})", err=True)
-        return await _drive(job, args, retry=False)
+        try:
+            return await _drive(job, args, retry=False)
+        except UnknownColumnsError as exc:
+            raise ConfigurationError(_column_hint(exc)) from None
+
+
+def _column_hint(error: UnknownColumnsError) -> str:
+    """The unknown-columns message, with the flags that map or ignore each column."""
+    flags = " ".join(
+        f"--column {column}={term or 'TERM'}" for column, term in error.suggestions.items()
+    )
+    ignore = " ".join(f"--column {column}=" for column in error.suggestions)
+    return (
+        f"{error}: give {flags} (a term's name: `contractsdk terms show "
+        f"{error.template_id}` lists them), or {ignore} to ignore"
+    )
 
 
 @runs(bulk, "status")
