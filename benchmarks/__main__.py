@@ -48,6 +48,11 @@ def split_chart(argv: list[str]) -> tuple[list[str], list[str]]:
 def main(argv: list[str]) -> int:
     """Run the selected benchmarks; return the exit status."""
     argv, chart = split_chart(argv)
+    if argv[:1] in (["-h"], ["--help"]):  # the list; `NAME --help` gives a module's options
+        print(__doc__.split("\n\n", 1)[0].strip("`"))
+        print(f"\nbenchmarks: {', '.join(discover())}")
+        print("options of one: python -m benchmarks NAME --help")
+        return 0
     names = []
     while argv and not argv[0].startswith("-"):
         names.append(argv.pop(0).removeprefix(PREFIX).removesuffix(".py"))
