@@ -49,7 +49,7 @@ def main(argv: list[str]) -> int:
     """Run the selected benchmarks; return the exit status."""
     argv, chart = split_chart(argv)
     if argv[:1] in (["-h"], ["--help"]):  # the list; `NAME --help` gives a module's options
-        print(__doc__.split("\n\n", 1)[0].strip("`"))
+        print(__doc__.split("\n\n", 1)[0].replace("``", ""))
         print(f"\nbenchmarks: {', '.join(discover())}")
         print("options of one: python -m benchmarks NAME --help")
         return 0
