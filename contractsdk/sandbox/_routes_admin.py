@@ -16,6 +16,7 @@ from aiohttp import web
 from ._auth import TokenError
 from ._emulator import UNCHANGED, Emulator, Role, Unchanged
 from ._faults import FaultRule
+from ._routes import Handler, RouteGroup
 from ._wire import (
     ApiError,
     decode_json,
@@ -30,33 +31,27 @@ from ._wire import (
 )
 
 
-class AdminRoutes:
+class AdminRoutes(RouteGroup):
     """Handlers of the token endpoint and the admin API.
 
     Args:
         emulator: The emulator they control.
     """
 
-    def __init__(self, emulator: Emulator) -> None:
-        self._emulator = emulator
-
-    def register(self, router: web.UrlDispatcher) -> None:
-        """Add every route to a router.
-
-        Args:
-            router: The application's router.
-        """
-        add = router.add_route
-        add("POST", "/oauth/token", self.token)
-        add("GET", "/__sandbox/info", self.info)
-        add("POST", "/__sandbox/reset", self.reset)
-        add("POST", "/__sandbox/teams/{teamId}/members", self.add_member)
-        add("DELETE", "/__sandbox/teams/{teamId}/members/{userId}", self.remove_member)
-        add("GET", "/__sandbox/counters", self.counters)
-        add("GET", "/__sandbox/faults", self.get_faults)
-        add("PUT", "/__sandbox/faults", self.put_faults)
-        add("GET", "/__sandbox/limits", self.get_limits)
-        add("PUT", "/__sandbox/limits", self.put_limits)
+    def routes(self) -> list[tuple[str, str, Handler]]:
+        """Every route of the group, as (method, path, handler)."""
+        return [
+            ("POST", "/oauth/token", self.token),
+            ("GET", "/__sandbox/info", self.info),
+            ("POST", "/__sandbox/reset", self.reset),
+            ("POST", "/__sandbox/teams/{teamId}/members", self.add_member),
+            ("DELETE", "/__sandbox/teams/{teamId}/members/{userId}", self.remove_member),
+            ("GET", "/__sandbox/counters", self.counters),
+            ("GET", "/__sandbox/faults", self.get_faults),
+            ("PUT", "/__sandbox/faults", self.put_faults),
+            ("GET", "/__sandbox/limits", self.get_limits),
+            ("PUT", "/__sandbox/limits", self.put_limits),
+        ]
 
     # --- OAuth -----------------------------------------------------------------------------
 

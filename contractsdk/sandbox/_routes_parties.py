@@ -22,7 +22,6 @@ from typing import Any
 
 from aiohttp import web
 
-from ._emulator import Emulator
 from ._identity import (
     COMPANY_ROLES,
     PREFILLED,
@@ -32,6 +31,7 @@ from ._identity import (
     IdentityForm,
 )
 from ._identity_check import ValueChecker, check_roles, check_side
+from ._routes import Handler, RouteGroup
 from ._store import Collaborator, Company, Contract, SandboxState, User
 from ._upload import parse_signature
 from ._wire import (
@@ -92,36 +92,28 @@ def signs(collaborator: Collaborator) -> bool:
     return collaborator.company is None and bool(SIGNING_ROLES.intersection(collaborator.roles))
 
 
-class PartyRoutes:
+class PartyRoutes(RouteGroup):
     """The handlers of the identity-field, collaborator, signature and company endpoints.
 
     Args:
         emulator: The emulator whose data the handlers serve.
     """
 
-    def __init__(self, emulator: Emulator) -> None:
-        self._state = emulator.state
-        self._catalog = emulator.state.catalog
-        self._origin = emulator.origin
-
-    def register(self, router: web.UrlDispatcher) -> None:
-        """Add every route to a router.
-
-        Args:
-            router: The application's router.
-        """
-        add = router.add_route
-        add("GET", "/v1/templates/{templateId}/fields", self.identity_fields)
-        add("GET", "/v1/templates/{templateId}/updatefields", self.identity_fields_of)
-        add("POST", "/v1/contracts/{contractId}/collaborators", self.create_collaborator)
-        add("GET", "/v1/contracts/{contractId}/collaborators", self.list_collaborators)
-        add("POST", "/v1/contracts/{contractId}/company", self.create_company)
-        add("GET", "/v1/collaborators/{collaboratorId}", self.get_collaborator)
-        add("DELETE", "/v1/collaborators/{collaboratorId}", self.delete_collaborator)
-        add("PATCH", "/v1/collaborators/{collaboratorId}/roles", self.update_roles)
-        add("PATCH", "/v1/collaborators/{collaboratorId}/fields", self.update_fields)
-        add("PATCH", "/v1/collaborators/{collaboratorId}/signature", self.sign)
-        add("PATCH", "/v1/collaborators/{collaboratorId}/user-signature", self.sign_saved)
+    def routes(self) -> list[tuple[str, str, Handler]]:
+        """Every route of the group, as (method, path, handler)."""
+        return [
+            ("GET", "/v1/templates/{templateId}/fields", self.identity_fields),
+            ("GET", "/v1/templates/{templateId}/updatefields", self.identity_fields_of),
+            ("POST", "/v1/contracts/{contractId}/collaborators", self.create_collaborator),
+            ("GET", "/v1/contracts/{contractId}/collaborators", self.list_collaborators),
+            ("POST", "/v1/contracts/{contractId}/company", self.create_company),
+            ("GET", "/v1/collaborators/{collaboratorId}", self.get_collaborator),
+            ("DELETE", "/v1/collaborators/{collaboratorId}", self.delete_collaborator),
+            ("PATCH", "/v1/collaborators/{collaboratorId}/roles", self.update_roles),
+            ("PATCH", "/v1/collaborators/{collaboratorId}/fields", self.update_fields),
+            ("PATCH", "/v1/collaborators/{collaboratorId}/signature", self.sign),
+            ("PATCH", "/v1/collaborators/{collaboratorId}/user-signature", self.sign_saved),
+        ]
 
     # --- lookups ---------------------------------------------------------------------------
 

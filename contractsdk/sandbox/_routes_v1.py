@@ -16,9 +16,9 @@ from typing import Any
 from aiohttp import web
 
 from ._catalog import ContractType, Template
-from ._emulator import Emulator
 from ._fields import apply_fields, flatten
 from ._pdf import render_html, render_pdf
+from ._routes import Handler, RouteGroup
 from ._routes_parties import collaborator_name, signs
 from ._store import Contract, Team, User
 from ._wire import (
@@ -41,52 +41,43 @@ from ._wire import (
 _MAX_PROBLEMS = 20
 
 
-class ApiRoutes:
+class ApiRoutes(RouteGroup):
     """The handlers of the ``/v1`` API.
 
     Args:
         emulator: The emulator whose data the handlers serve.
     """
 
-    def __init__(self, emulator: Emulator) -> None:
-        self._emulator = emulator
-        self._state = emulator.state
-        self._catalog = emulator.state.catalog
-        self._origin = emulator.origin
-
-    def register(self, router: web.UrlDispatcher) -> None:
-        """Add every route to a router.
-
-        Args:
-            router: The application's router.
-        """
-        add = router.add_route
-        add("GET", "/v1/users", self.list_users)
-        add("POST", "/v1/users", self.create_user)
-        add("GET", "/v1/users/{userId}", self.get_user)
-        add("GET", "/v1/users/{userId}/teams", self.list_user_teams)
-        add("POST", "/v1/users/{userId}/teams", self.create_team)
-        add("GET", "/v1/teams/{teamId}", self.get_team)
-        add("PATCH", "/v1/teams/{teamId}", self.update_team)
-        add("GET", "/v1/contract-types", self.list_types)
-        add("GET", "/v1/contract-types/{typeId}", self.get_type)
-        add("GET", "/v1/teams/{teamId}/contract-types", self.list_team_types)
-        add("GET", "/v1/teams/{teamId}/contract-types/{typeId}", self.get_team_type)
-        add("GET", "/v1/teams/{teamId}/contract-types/{typeId}/templates", self.list_templates)
-        add(
-            "GET",
-            "/v1/teams/{teamId}/contract-types/{typeId}/templates/{templateId}",
-            self.get_template,
-        )
-        add("GET", "/v1/templates/{templateId}/terms", self.list_terms)
-        add("GET", "/v1/terms/{termId}", self.get_term)
-        add("POST", "/v1/teams/{teamId}/contracts", self.create_contract)
-        add("GET", "/v1/teams/{teamId}/contracts", self.list_contracts)
-        add("GET", "/v1/contracts/{contractId}", self.get_contract)
-        add("PATCH", "/v1/contracts/{contractId}", self.update_contract)
-        add("DELETE", "/v1/contracts/{contractId}", self.delete_contract)
-        add("GET", "/v1/contracts/{contractId}/pdf", self.contract_pdf)
-        add("GET", "/v1/contracts/{contractId}/html", self.contract_html)
+    def routes(self) -> list[tuple[str, str, Handler]]:
+        """Every route of the group, as (method, path, handler)."""
+        return [
+            ("GET", "/v1/users", self.list_users),
+            ("POST", "/v1/users", self.create_user),
+            ("GET", "/v1/users/{userId}", self.get_user),
+            ("GET", "/v1/users/{userId}/teams", self.list_user_teams),
+            ("POST", "/v1/users/{userId}/teams", self.create_team),
+            ("GET", "/v1/teams/{teamId}", self.get_team),
+            ("PATCH", "/v1/teams/{teamId}", self.update_team),
+            ("GET", "/v1/contract-types", self.list_types),
+            ("GET", "/v1/contract-types/{typeId}", self.get_type),
+            ("GET", "/v1/teams/{teamId}/contract-types", self.list_team_types),
+            ("GET", "/v1/teams/{teamId}/contract-types/{typeId}", self.get_team_type),
+            ("GET", "/v1/teams/{teamId}/contract-types/{typeId}/templates", self.list_templates),
+            (
+                "GET",
+                "/v1/teams/{teamId}/contract-types/{typeId}/templates/{templateId}",
+                self.get_template,
+            ),
+            ("GET", "/v1/templates/{templateId}/terms", self.list_terms),
+            ("GET", "/v1/terms/{termId}", self.get_term),
+            ("POST", "/v1/teams/{teamId}/contracts", self.create_contract),
+            ("GET", "/v1/teams/{teamId}/contracts", self.list_contracts),
+            ("GET", "/v1/contracts/{contractId}", self.get_contract),
+            ("PATCH", "/v1/contracts/{contractId}", self.update_contract),
+            ("DELETE", "/v1/contracts/{contractId}", self.delete_contract),
+            ("GET", "/v1/contracts/{contractId}/pdf", self.contract_pdf),
+            ("GET", "/v1/contracts/{contractId}/html", self.contract_html),
+        ]
 
     # --- lookups ---------------------------------------------------------------------------
 
