@@ -28,6 +28,7 @@ from contractsdk._exceptions import ConfigurationError
 from contractsdk._http import NOT_GIVEN, Headers, NotGiven
 from contractsdk._ids import parse_id
 from contractsdk._logging import ClientStats, EventHook, Instrumentation
+from contractsdk._once import FetchedOnce
 from contractsdk._ratelimit import (
     DEFAULT_MAX_PAUSE,
     RateLimiter,
@@ -238,7 +239,7 @@ class ContractClient(Sender):
                 wall_clock=wall_clock,
                 sleep=sleep,
             )
-        self._term_sets: dict[int, asyncio.Future[TermSet]] = {}
+        self._term_sets: FetchedOnce[int, TermSet] = FetchedOnce()
         self._closed = False
         self._root = self  # the client that owns the connections (see with_options)
         self._extra_headers: dict[str, str] = {}
@@ -354,8 +355,7 @@ class ContractClient(Sender):
         self._closed = True
         if self._root is not self:
             return
-        for future in self._term_sets.values():
-            future.cancel()
+        self._term_sets.cancel()
         self.identity_fields._cancel()
         await self._auth.aclose()
         if self._limiter is not None:
@@ -388,18 +388,10 @@ class ContractClient(Sender):
     async def _term_set(self, template_id: Id, *, refresh: bool = False) -> TermSet:
         """Return a template version's terms, fetched once per template (single flight)."""
         key = parse_id(template_id, "template_id")
-        future = self._term_sets.get(key)
-        if future is None or refresh or (future.done() and future.exception() is not None):
-            future = asyncio.ensure_future(self._fetch_terms(key))
-            self._term_sets[key] = future
-        elif future.done():  # the usual case, every create after the first: nothing to await
-            return future.result()
-        try:
-            return await asyncio.shield(future)
-        except Exception:
-            if self._term_sets.get(key) is future:
-                del self._term_sets[key]  # a failed fetch is not cached
-            raise
+        kept = None if refresh else self._term_sets.ready(key)
+        if kept is not None:  # the usual case, every create after the first: nothing to await
+            return kept
+        return await self._term_sets.get(key, lambda: self._fetch_terms(key), refresh=refresh)
 
     async def _fetch_terms(self, template_id: int) -> TermSet:
         from contractsdk.models import Term

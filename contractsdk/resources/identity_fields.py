@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import urllib.parse
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from contractsdk._converter import structure_list
 from contractsdk._ids import parse_id
+from contractsdk._once import FetchedOnce
 from contractsdk.identity import IdentityFieldSet, check_roles, check_side
 from contractsdk.models import IdentityField, Role, Side
 from contractsdk.resources._base import Id, Resource
@@ -31,7 +31,7 @@ class IdentityFields(Resource):
 
     def __init__(self, client: ContractClient) -> None:
         super().__init__(client)
-        self._sets: dict[_Key, asyncio.Future[IdentityFieldSet]] = {}
+        self._sets: FetchedOnce[_Key, IdentityFieldSet] = FetchedOnce()
 
     async def list(
         self,
@@ -59,18 +59,9 @@ class IdentityFields(Resource):
         template = parse_id(template_id, "template_id")
         checked_roles, checked_side = check_roles(roles), check_side(side)
         key = (template, frozenset(checked_roles), checked_side)
-        future = self._sets.get(key)
-        if future is None or refresh or (future.done() and future.exception() is not None):
-            future = asyncio.ensure_future(self._fetch(template, checked_roles, checked_side))
-            self._sets[key] = future
-        elif future.done():
-            return future.result()
-        try:
-            return await asyncio.shield(future)
-        except Exception:
-            if self._sets.get(key) is future:
-                del self._sets[key]  # a failed fetch is not kept
-            raise
+        return await self._sets.get(
+            key, lambda: self._fetch(template, checked_roles, checked_side), refresh=refresh
+        )
 
     async def _fetch(
         self, template_id: Id, roles: tuple[Role, ...], side: Side
@@ -127,5 +118,4 @@ class IdentityFields(Resource):
 
     def _cancel(self) -> None:
         """Cancel fetches still under way (the client is closing)."""
-        for future in self._sets.values():
-            future.cancel()
+        self._sets.cancel()

@@ -1,0 +1,57 @@
+"""Values fetched once per key and kept: a template's terms, a party's identity fields.
+
+Both never change once published, so a client asks for each once; concurrent first callers
+share one request, a caller cancelled while waiting does not cancel it for the others, and
+a failed fetch is not kept (the next caller asks again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Generic, TypeVar
+
+__all__ = ["FetchedOnce"]
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class FetchedOnce(Generic[K, V]):
+    """A cache of fetches by key (single flight per key)."""
+
+    def __init__(self) -> None:
+        self._futures: dict[K, asyncio.Future[V]] = {}
+
+    def ready(self, key: K) -> V | None:
+        """The value if it has been fetched, without awaiting (the usual case); else None."""
+        future = self._futures.get(key)
+        if future is None or not future.done() or future.cancelled() or future.exception():
+            return None
+        return future.result()
+
+    async def get(self, key: K, fetch: Callable[[], Awaitable[V]], *, refresh: bool = False) -> V:
+        """Return the value for ``key``, fetching it with ``fetch`` unless one is kept.
+
+        Args:
+            key: What is fetched.
+            fetch: Makes the request (called at most once per kept value).
+            refresh: Fetch again even if a value is kept.
+        """
+        future = self._futures.get(key)
+        if future is None or refresh or (future.done() and self.ready(key) is None):
+            future = asyncio.ensure_future(fetch())
+            self._futures[key] = future
+        elif future.done():
+            return future.result()
+        try:
+            return await asyncio.shield(future)
+        except Exception:
+            if self._futures.get(key) is future:
+                del self._futures[key]  # a failed fetch is not kept
+            raise
+
+    def cancel(self) -> None:
+        """Cancel the fetches under way (the client is closing)."""
+        for future in self._futures.values():
+            future.cancel()
