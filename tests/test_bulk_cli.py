@@ -234,3 +234,41 @@ def test_every_command_takes_redis() -> None:
             invocation = parse(where)
             assert isinstance(invocation, Invocation)
             assert invocation.args.redis == url
+
+
+async def test_bulk_create_with_parties_from_the_command_line(
+    server: SandboxServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--party flags add a landlord and a tenant to every contract; status shows none missing."""
+    landlord, tenant = server.users[0].id, server.users[1].id
+    source = tmp_path / "lets.csv"
+    lines = ["reference,contract_name,landlord_id,landlord_address,tenant_id,tenant_address"]
+    lines += [
+        f"r{n},Let {n},{landlord},{n} Analytical Row,{tenant},{n} Compiler Lane" for n in range(3)
+    ]
+    source.write_text("\n".join(lines) + "\n")
+    journal = tmp_path / "lets.db"
+    flags = [
+        "--key-column", "reference",
+        "--party", "landlord:first:party",
+        "--party-user-column", "landlord=landlord_id",
+        "--party-column", "landlord:landlord_address=Address",
+        "--party", "tenant:second:party",
+        "--party-user-column", "tenant=tenant_id",
+        "--party-column", "tenant:tenant_address=Current address",
+    ]  # fmt: skip
+    assert await cli(server, *create_args(server, source, journal, *flags)) == 0
+    async with ContractClient(api_key=server.api_key, base_url=server.url) as client:
+        contracts = await client.contracts.list(500)
+        assert sorted(c.name or "" for c in contracts) == ["Let 0", "Let 1", "Let 2"]
+        for contract in contracts:
+            parties = await client.collaborators.list(contract.id)
+            assert sorted((p.user_id, p.side) for p in parties) == [
+                (landlord, "first"),
+                (tenant, "second"),
+            ]
+    capsys.readouterr()
+    assert await cli(server, "bulk", "status", str(journal)) == 0
+    status = capsys.readouterr().out
+    assert row_of(status, "created") == ["3", "3"]
+    assert "parties missing" not in status.lower() and "incomplete" not in status.lower()
