@@ -249,11 +249,11 @@ def parse_rate_limit_headers(headers: Mapping[str, str], *, now: float) -> RateL
         headers: The response headers (a plain dict is read case-insensitively too).
         now: The wall-clock time (``time.time()``), for HTTP dates and epochs.
     """
-    if not has_rate_limit_headers(headers):
-        return _NO_HINTS  # the usual case: one pass over the names, no lookups
     if not isinstance(headers, Headers):
         headers = Headers(headers)
-    found = headers.pick(_RATE_LIMIT_HEADERS)  # a plain dict: a dozen lookups, each in C
+    found = headers.pick(_RATE_LIMIT_HEADERS)  # one pass; a plain dict for a dozen lookups
+    if not found:
+        return _NO_HINTS
     get = found.get
     limit: float | None = None
     window: float | None = None

@@ -41,11 +41,14 @@ class Secrets:
         self._static = tuple(value for value in static if value and len(value) >= MIN_SECRET)
         self._tokens: deque[str] = deque(maxlen=RECENT_TOKENS)
         _LIVE.add(self)
+        _changed()
+        weakref.finalize(self, _changed)  # a client gone takes its secrets with it
 
     def add_token(self, token: str) -> None:
         """Remember an access token (the latest few are kept)."""
         if len(token) >= MIN_SECRET and token not in self._tokens:
             self._tokens.append(token)
+            _changed()
 
     def __iter__(self) -> Iterator[str]:
         yield from self._static
@@ -58,14 +61,31 @@ class Secrets:
 _LIVE: weakref.WeakSet[Secrets] = weakref.WeakSet()
 
 
+#: What _forms() last returned, or None once a secret came or went.
+_cached_forms: list[str] | None = None
+
+
+def _changed() -> None:
+    global _cached_forms
+    _cached_forms = None
+
+
 def _forms() -> list[str]:
-    """Every registered secret, and its JSON-escaped form where that differs, longest first."""
-    found: set[str] = set()
-    for secrets in list(_LIVE):
-        for secret in secrets:
-            found.add(secret)
-            found.add(json.dumps(secret)[1:-1])
-    return sorted(found, key=len, reverse=True)
+    """Every registered secret, and its JSON-escaped form where that differs, longest first.
+
+    Kept until a secret is registered or a client's are collected: an error scrubs each of
+    its fields, and a hook each header, with the same list.
+    """
+    global _cached_forms
+    forms = _cached_forms
+    if forms is None:
+        found: set[str] = set()
+        for secrets in list(_LIVE):
+            for secret in secrets:
+                found.add(secret)
+                found.add(json.dumps(secret)[1:-1])
+        forms = _cached_forms = sorted(found, key=len, reverse=True)
+    return forms
 
 
 def scrub(text: str) -> str:

@@ -24,9 +24,13 @@ from typing import Any, TypeVar
 
 import attrs
 
-from contractsdk._auth import Auth
+from contractsdk._auth import Auth, redacted_token_response
 from contractsdk._converter import NO_CONTENT, structure, structure_list
-from contractsdk._exceptions import ConfigurationError, error_from_response
+from contractsdk._exceptions import (
+    ConfigurationError,
+    ResponseValidationError,
+    error_from_response,
+)
 from contractsdk._http import Call, Headers, Request, Response
 from contractsdk._logging import Instrumentation, logger
 from contractsdk._ratelimit import Grant, RateLimiter
@@ -267,9 +271,6 @@ class Sender:
         Hooks and logs see the request without its body (the client secret) and the answer
         with its tokens redacted; the caller (``TokenAuth``) gets the answer as it came.
         """
-        # Imported here: the one user of the function (as _decode does for its error).
-        from contractsdk._auth import redacted_token_response
-
         self._instrumentation.token_requests += 1
         bound = request.timeout
         if self._timeout is not None and (bound is None or self._timeout < bound):
@@ -301,8 +302,6 @@ class Sender:
         try:
             return response.json()
         except ValueError:
-            from contractsdk._exceptions import ResponseValidationError
-
             raise ResponseValidationError(
                 "the service's answer is not JSON",
                 errors=["$: not JSON"],

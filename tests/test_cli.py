@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from contractsdk.cli import main
+from tests._sandboxprocess import child_env as _env
+from tests._sandboxprocess import sandbox_process
 
 ROOT = Path(__file__).resolve().parents[1]
 USER = 7917  # Ada Lovelace, seed 0
@@ -23,49 +23,11 @@ NDA_TEMPLATE = 200
 TENANCY_TEMPLATE = 198
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTRACTSDK_")}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    return env
-
-
 @pytest.fixture(scope="module")
 def emulator() -> Iterator[dict[str, str]]:
     """An emulator process on a free port, its limits off; yields its URL and first key."""
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "contractsdk.sandbox",
-            "--port",
-            "0",
-            "--read-rate",
-            "none",
-            "--write-rate",
-            "none",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=_env(),
-    )
-    assert process.stdout is not None
-    found: dict[str, str] = {}
-    deadline = time.monotonic() + 30
-    try:
-        for line in process.stdout:  # bounded by the banner's end or the deadline
-            if match := re.search(r"URL\s+(http://\S+)", line):
-                found["url"] = match[1]
-            if match := re.search(r"API keys\s+(\S+)", line):
-                found["key"] = match[1]
-            if "Ctrl-C" in line or time.monotonic() > deadline:
-                break
-        assert {"url", "key"} <= set(found), found
-        yield found
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        process.stdout.close()
+    with sandbox_process("--read-rate", "none", "--write-rate", "none", env=_env()) as exports:
+        yield {"url": exports["CONTRACTSDK_BASE_URL"], "key": exports["CONTRACTSDK_API_KEY"]}
 
 
 @pytest.fixture

@@ -14,9 +14,10 @@ import pytest
 from contractsdk import ContractClient
 from contractsdk.cli import INSTALL_HINT, main
 from contractsdk.cli._app import Invocation, parse
-from contractsdk.cli._demo import _person_values, signature_png
+from contractsdk.cli._demo import _person_values
 from contractsdk.models import Role, Side
 from contractsdk.sandbox import SandboxServer
+from contractsdk.testing import signature_png
 
 ROOT = Path(__file__).resolve().parents[1]
 USER = 7917

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests._sandboxprocess import child_env, sandbox_process
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "tenancies.csv"
 COLOUR = re.compile(r"\x1b\[[0-9;]*3[0-7](;[0-9]+)*m|\x1b\[[0-9;]*38;")
@@ -28,11 +30,11 @@ LIMITS = ("--read-rate", "none", "--write-rate", "40")
 
 
 def _env(**more: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTRACTSDK_")}
+    env = child_env(**more)
     for name in ("NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES"):  # the pane decides
-        env.pop(name, None)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    return {**env, **more}
+        if name not in more:
+            env.pop(name, None)
+    return env
 
 
 @pytest.fixture(scope="module")
@@ -48,30 +50,8 @@ def tmux() -> str:
 @pytest.fixture
 def emulator() -> Iterator[dict[str, str]]:
     """An emulator process at 40 writes/s: long enough for the bar to be drawn."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "contractsdk.sandbox", "--port", "0", *LIMITS],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=_env(),
-    )
-    assert process.stdout is not None
-    found: dict[str, str] = {}
-    deadline = time.monotonic() + 30
-    try:
-        for line in process.stdout:  # bounded by the banner's end or the deadline
-            if match := re.search(r"CONTRACTSDK_BASE_URL=(\S+)", line):
-                found["CONTRACTSDK_BASE_URL"] = match[1]
-            if match := re.search(r"CONTRACTSDK_API_KEY=(\S+)", line):
-                found["CONTRACTSDK_API_KEY"] = match[1]
-            if "Ctrl-C" in line or time.monotonic() > deadline:
-                break
-        assert len(found) == 2, found
-        yield found
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        process.stdout.close()
+    with sandbox_process(*LIMITS, env=_env()) as exports:
+        yield {name: exports[name] for name in ("CONTRACTSDK_BASE_URL", "CONTRACTSDK_API_KEY")}
 
 
 def _bulk_argv(tmp_path: Path, name: str) -> list[str]:

@@ -115,7 +115,6 @@ async def test_no_error_log_or_hook_shows_a_credential(
     for text in seen:
         _assert_nothing_shows("a hook's payload", text)
     assert seen, "the hooks ran"
-    assert caught.value.__cause__ is None or isinstance(caught.value.__cause__, Exception)
 
 
 async def _no_sleep(_: float) -> None:

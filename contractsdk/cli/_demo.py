@@ -10,11 +10,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import math
 import os
-import struct
 import time
-import zlib
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -31,6 +28,7 @@ from contractsdk.cli._output import print_table
 from contractsdk.cli._resources import make_client
 from contractsdk.identity import IdentityFieldSet
 from contractsdk.models import ContractType, IdentityField, Role, Side, Term, TermOption, User
+from contractsdk.testing import signature_png
 from contractsdk.validation import TermSet
 
 __all__ = ["demo_values", "exclusive_mistake", "run_demo"]
@@ -283,30 +281,6 @@ def _person_values(fields: IdentityFieldSet, person: User) -> dict[int, str]:
 
 def _email_field(fields: IdentityFieldSet) -> IdentityField | None:
     return next((f for f in fields if f.validation_type == "EMAIL"), None)
-
-
-def signature_png(width: int = 180, height: int = 48) -> bytes:
-    """A small grey-scale PNG of a scribble: a signature image for the demo's parties."""
-    rows = []
-    for y in range(height):
-        row = bytearray(b"\xff" * width)
-        for x in range(8, width - 8):
-            wave = height / 2 + math.sin(x / 7) * height / 4 + math.sin(x / 23) * height / 8
-            if abs(y - wave) < 1.5:
-                row[x] = 0
-        rows.append(b"\x00" + bytes(row))  # filter type 0 per row
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)  # 8-bit grey
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(b"".join(rows)))
-        + chunk(b"IEND", b"")
-    )
 
 
 async def _parties_and_signing(

@@ -8,8 +8,6 @@ side, the emulator's rules on the other, sharing no code.
 from __future__ import annotations
 
 import asyncio
-import struct
-import zlib
 from typing import Any
 
 import pytest
@@ -35,6 +33,7 @@ from contractsdk import (
 )
 from contractsdk.resources.collaborators import MAX_SIGNATURE_BYTES, multipart_file
 from contractsdk.sandbox import SandboxServer
+from contractsdk.testing import signature_png
 
 pytestmark = pytest.mark.e2e
 
@@ -46,38 +45,15 @@ CREATE_COLLABORATOR = "POST /v1/contracts/{contractId}/collaborators"
 CREATE_CONTRACT = "POST /v1/teams/{teamId}/contracts"
 
 
-def png(width: int = 2, height: int = 1, padding: int = 0) -> bytes:
-    """A valid RGB PNG, made here; ``padding`` bytes of an ancillary chunk make it larger."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return (
-            struct.pack(">I", len(data))
-            + kind
-            + data
-            + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-        )
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    rows = b"".join(b"\x00" + b"\x10\x20\x30" * width for _ in range(height))
-    extra = chunk(b"tEXt", b"Comment\x00" + b"x" * padding) if padding else b""
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + extra
-        + chunk(b"IDAT", zlib.compress(rows))
-        + chunk(b"IEND", b"")
-    )
-
-
 def png_of_size(size: int) -> bytes:
     """A valid PNG of exactly ``size`` bytes."""
-    base = len(png(padding=1)) - 1
-    image = png(padding=size - base)
+    base = len(signature_png(padding=1)) - 1
+    image = signature_png(padding=size - base)
     assert len(image) == size
     return image
 
 
-SIGNATURE = png()
+SIGNATURE = signature_png()
 
 
 async def template_of(client: ContractClient, team_id: int, kind_name: str) -> int:
