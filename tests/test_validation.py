@@ -174,16 +174,19 @@ AST_ROW: dict[str, Any] = {
 
 # -- Building the payload -------------------------------------------------------------------
 
+#: Values three levels deep (rent frequency › break clause › its start), given out of order.
+NESTED_VALUES = {
+    "contract_agreementDate": "2024-05-01",
+    "contract_breakClauseStart": "3 months",
+    "contract_breakClause": "breakClauseYes",
+    "contract_rentFrequency": "month",
+    "contract_name": "Lease",
+}
+
 
 def test_build_fields_nests_answers_in_template_order(terms: TermSet) -> None:
     """Flat values become the nested fields payload of §7, in template order, 3 levels deep."""
-    values = {
-        "contract_agreementDate": "2024-05-01",
-        "contract_breakClauseStart": "3 months",
-        "contract_breakClause": "breakClauseYes",
-        "contract_rentFrequency": "month",
-        "contract_name": "Lease",
-    }
+    values = NESTED_VALUES
     assert terms.build_fields(values) == [
         {"id": 1, "name": "contract_name", "value": "Lease"},
         {
@@ -220,13 +223,7 @@ def test_build_fields_of_nothing_is_empty(terms: TermSet) -> None:
 
 def test_check_holds_the_nested_and_the_flat_form(terms: TermSet) -> None:
     """check() gives build_fields' payload, validate's mapping and the flat stored fields."""
-    values = {
-        "contract_agreementDate": "2024-05-01",
-        "contract_breakClauseStart": "3 months",
-        "contract_breakClause": "breakClauseYes",
-        "contract_rentFrequency": "month",
-        "contract_name": "Lease",
-    }
+    values = NESTED_VALUES
     checked = terms.check(values)
     assert checked.fields == terms.build_fields(values)
     assert checked.by_name == terms.validate(values)

@@ -7,6 +7,8 @@ The emulator's own code, independent of the SDK's validation; the rules are in
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from typing import Any
 
 from ._identity import (
     EMAIL_RE,
@@ -166,15 +168,20 @@ class ValueChecker:
         self._tree(raw, None, where)
         self.settle()
 
-    def _tree(self, raw: object, parent: IdentityField | None, where: str) -> None:
+    def _objects(self, raw: object, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """The objects of a JSON array, each with its place; a problem for anything else."""
         if not isinstance(raw, list):
             self.problems.append(f"{where} must be an array, got {json_type(raw)}")
             return
         for index, item in enumerate(raw):
             at = f"{where}[{index}]"
-            if not isinstance(item, dict):
+            if isinstance(item, dict):
+                yield at, item
+            else:
                 self.problems.append(f"{at} must be an object, got {json_type(item)}")
-                continue
+
+    def _tree(self, raw: object, parent: IdentityField | None, where: str) -> None:
+        for at, item in self._objects(raw, where):
             if "nested_fields" in item:
                 # The collaborator DTO is camelCase (endpoints.md M19); Jackson would drop
                 # the snake key and the nested values with it.
@@ -224,17 +231,10 @@ class ValueChecker:
             raw: The decoded member.
             where: Its wire name.
         """
-        if not isinstance(raw, list):
-            self.problems.append(f"{where} must be an array, got {json_type(raw)}")
-            return
-        if not raw:
+        if raw == []:
             self.problems.append(f"{where} must hold at least one field")
             return
-        for index, item in enumerate(raw):
-            at = f"{where}[{index}]"
-            if not isinstance(item, dict):
-                self.problems.append(f"{at} must be an object, got {json_type(item)}")
-                continue
+        for at, item in self._objects(raw, where):
             raw_id = item.get("id")
             if not isinstance(raw_id, str):
                 # IdentityFieldsCollaboratorRoleRequestDTO.id is a string (endpoints.md §2).

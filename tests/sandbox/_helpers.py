@@ -6,12 +6,13 @@ import asyncio
 import contextlib
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import aiohttp
 import attrs
 import pytest
+from aiohttp import web
 from multidict import CIMultiDictProxy
 
 from contractsdk.sandbox import SandboxServer
@@ -167,3 +168,17 @@ async def raw_request(url: str, request: bytes, timeout: float = 10.0) -> tuple[
     match = re.match(rb"HTTP/1\.[01] (\d{3}) ", head)
     assert match is not None, f"no HTTP answer (connection dropped?) to {request[:200]!r}"
     return int(match.group(1)), body
+
+
+@contextlib.asynccontextmanager
+async def served(app: web.Application) -> AsyncIterator[str]:
+    """Serve an emulator app on 127.0.0.1 (a free port) and give its ``http://host:port``."""
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        host, port = runner.addresses[0][:2]
+        yield f"http://{host}:{port}"
+    finally:
+        await runner.cleanup()

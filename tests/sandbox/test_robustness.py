@@ -15,7 +15,7 @@ from aiohttp import web
 from contractsdk.sandbox import EMULATOR_KEY, SandboxConfig, SandboxServer, create_app
 from contractsdk.sandbox._wire import ApiError, read_body
 
-from ._helpers import Api, ast_template_id, raw_request
+from ._helpers import Api, ast_template_id, raw_request, served
 
 
 def _contracts_path(server: SandboxServer) -> str:
@@ -156,13 +156,8 @@ async def test_unexpected_exceptions_become_a_spring_500(
         raise RuntimeError("bug")
 
     app.router.add_get("/v1/broken", broken)
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        host, port = runner.addresses[0][:2]
-        url = f"http://{host}:{port}/v1/broken"
+    async with served(app) as base:
+        url = f"{base}/v1/broken"
         api_key = app[EMULATOR_KEY].seed.api_keys[0]
         with caplog.at_level(logging.ERROR, logger="contractsdk.sandbox"):
             async with session.get(url, headers={"Authorization": f"Bearer {api_key}"}) as r:
@@ -171,27 +166,18 @@ async def test_unexpected_exceptions_become_a_spring_500(
         assert body["message"] == "Internal Server Error"
         assert "unexpected error" in caplog.text
         assert body["path"] == "/v1/broken"
-    finally:
-        await runner.cleanup()
 
 
 async def test_embedded_app_builds_hrefs_from_the_request(session: aiohttp.ClientSession) -> None:
     """Without a base_url, create_app's hrefs use the request's own host."""
     app = create_app()
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        host, port = runner.addresses[0][:2]
+    async with served(app) as url:
         emulator = app[EMULATOR_KEY]
         user = emulator.seed.users[0]
         headers = {"Authorization": f"Bearer {emulator.seed.api_keys[0]}", "Host": "example.test"}
-        async with session.get(f"http://{host}:{port}/v1/users/{user.id}", headers=headers) as r:
+        async with session.get(f"{url}/v1/users/{user.id}", headers=headers) as r:
             data = await r.json()
         assert data["_links"]["self"]["href"] == f"http://example.test/v1/users/{user.id}"
-    finally:
-        await runner.cleanup()
 
 
 @pytest.mark.parametrize(
@@ -379,13 +365,7 @@ async def test_an_embedded_app_refuses_a_host_it_cannot_write(
     and then answer 500 while writing its Location.
     """
     app = create_app(SandboxConfig(read_rate=None, write_rate=None))
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        host, port = runner.addresses[0][:2]
-        url = f"http://{host}:{port}"
+    async with served(app) as url:
         emulator = app[EMULATOR_KEY]
         users_before = dict(emulator.state.users)
         body = b'{"email": "new@example.com", "first_name": "N", "last_name": "U"}'
@@ -405,5 +385,3 @@ async def test_an_embedded_app_refuses_a_host_it_cannot_write(
                 f"{url}/v1/users", headers={**headers, "Host": good_host}
             ) as response:
                 assert response.status == 200, good_host
-    finally:
-        await runner.cleanup()
