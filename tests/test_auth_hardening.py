@@ -130,7 +130,7 @@ class TestTokenRequestTimeout:
                 credentials=credentials(f"http://127.0.0.1:{server.port}"),
                 rate_limits=None,
                 retries=None,
-                timeout=0.5,
+                timeout=0.1,
             ) as client,
         ):
             with pytest.raises(ReadTimeoutError):

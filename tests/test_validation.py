@@ -871,15 +871,24 @@ def test_termset_pickles(terms: TermSet) -> None:
     assert copy.paths("contract_room") == terms.paths("contract_room")
 
 
-@pytest.mark.parametrize("module", ["contractsdk.validation", "contractsdk.models"])
-def test_modules_import_in_either_order(module: str) -> None:
+def test_modules_import_in_either_order() -> None:
     """contractsdk.validation and contractsdk.models import first without a cycle."""
-    code = f"import {module}; from contractsdk.validation import TermSet; print(TermSet)"
+    # One fresh interpreter tries both orders, forgetting contractsdk between the two.
+    code = """
+import importlib, sys
+for first in ("contractsdk.validation", "contractsdk.models"):
+    for name in [n for n in sys.modules if n.split(".")[0] == "contractsdk"]:
+        del sys.modules[name]
+    importlib.import_module(first)
+    from contractsdk.validation import TermSet
+    print(first, TermSet)
+"""
     root = str(Path(__file__).resolve().parents[1])
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=False
     )
     assert done.returncode == 0, done.stderr
+    assert done.stdout.count("TermSet") == 2, done.stdout
 
 
 def test_names_lists_each_name_once(terms: TermSet) -> None:
