@@ -1,19 +1,29 @@
-"""``contractsdk sandbox`` in a process of its own, for tests that run the CLI as users do."""
+"""The emulator for tests that run the CLI as users do, and the environment of their processes.
+
+The emulator serves from a thread of this process, on its own event loop: a CLI run
+in-process (``main()`` starts an event loop of its own) or in a child process reaches it
+over loopback as it would reach any service, without the half second a Python process
+of its own costs to start. ``python -m contractsdk.sandbox`` itself, serving and
+stopping, is tested in ``tests/sandbox/test_cli.py``.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
-import re
-import subprocess
-import sys
-import time
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+from contractsdk.sandbox import SandboxServer
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Seconds the emulator may take to print its banner.
+#: Seconds the emulator may take to start, and to stop.
 START_TIMEOUT = 30.0
+STOP_TIMEOUT = 10.0
 
 
 def child_env(**more: str) -> dict[str, str]:
@@ -24,29 +34,38 @@ def child_env(**more: str) -> dict[str, str]:
 
 
 @contextmanager
-def sandbox_process(
-    *options: str, env: Mapping[str, str] | None = None
-) -> Iterator[dict[str, str]]:
-    """Start the emulator on a free port; yield the ``export`` settings its banner prints."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "contractsdk.sandbox", "--port", "0", *options],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=dict(env) if env is not None else child_env(),
-    )
-    assert process.stdout is not None
-    exports: dict[str, str] = {}
-    deadline = time.monotonic() + START_TIMEOUT
+def sandbox_thread(**options: Any) -> Iterator[SandboxServer]:
+    """Serve a ``SandboxServer(port=0, **options)`` from a thread; stop it on exit."""
+    ready = threading.Event()
+    state: dict[str, Any] = {}
+
+    async def serve() -> None:
+        stop = asyncio.Event()
+        state["stop"] = (asyncio.get_running_loop(), stop)
+        async with SandboxServer(port=0, **options) as server:
+            state["server"] = server
+            ready.set()
+            await stop.wait()
+
+    def run() -> None:
+        try:
+            asyncio.run(serve())
+        except BaseException as error:  # reported by the test that waits for the server
+            state["error"] = error
+        finally:
+            ready.set()
+
+    thread = threading.Thread(target=run, name="sandbox", daemon=True)
+    thread.start()
     try:
-        for line in process.stdout:  # bounded by the banner's end or the deadline
-            if match := re.search(r"export (CONTRACTSDK_\w+)=(\S+)", line):
-                exports[match[1]] = match[2]
-            if "Ctrl-C" in line or time.monotonic() > deadline:
-                break
-        assert {"CONTRACTSDK_BASE_URL", "CONTRACTSDK_API_KEY"} <= set(exports), exports
-        yield exports
+        assert ready.wait(START_TIMEOUT), "the emulator did not start"
+        assert "server" in state, state.get("error")
+        yield state["server"]
     finally:
-        process.terminate()
-        process.wait(timeout=10)
-        process.stdout.close()
+        if "stop" in state and thread.is_alive():
+            loop, stop = state["stop"]
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(stop.set)
+        thread.join(STOP_TIMEOUT)
+        assert not thread.is_alive(), "the emulator did not stop"
+        assert "error" not in state, state["error"]

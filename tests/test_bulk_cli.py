@@ -24,7 +24,12 @@ HEADER = "reference,contract_name,contract_rentFrequency,contract_breakClause\n"
 
 @pytest.fixture
 async def server() -> AsyncIterator[SandboxServer]:
-    async with SandboxServer(port=0, read_rate=None, write_rate=None) as running:
+    """An emulator whose limits are far above what a test sends.
+
+    Its rate headers let the client pace at them at once; an emulator without limits sends
+    none, and the client would start slowly (20 requests/s) to learn them.
+    """
+    async with SandboxServer(port=0, read_rate=1000, write_rate=1000) as running:
         yield running
 
 

@@ -1,4 +1,4 @@
-"""The contractsdk command, run in-process against an emulator in another process."""
+"""The contractsdk command, run in-process against an emulator serving from a thread."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from contractsdk.cli import main
 from tests._sandboxprocess import child_env as _env
-from tests._sandboxprocess import sandbox_process
+from tests._sandboxprocess import sandbox_thread
 
 ROOT = Path(__file__).resolve().parents[1]
 USER = 7917  # Ada Lovelace, seed 0
@@ -25,9 +25,9 @@ TENANCY_TEMPLATE = 198
 
 @pytest.fixture(scope="module")
 def emulator() -> Iterator[dict[str, str]]:
-    """An emulator process on a free port, its limits off; yields its URL and first key."""
-    with sandbox_process("--read-rate", "none", "--write-rate", "none", env=_env()) as exports:
-        yield {"url": exports["CONTRACTSDK_BASE_URL"], "key": exports["CONTRACTSDK_API_KEY"]}
+    """An emulator on a free port, its limits off; yields its URL and first key."""
+    with sandbox_thread(read_rate=None, write_rate=None) as server:
+        yield {"url": server.url, "key": server.api_key}
 
 
 @pytest.fixture
@@ -270,21 +270,15 @@ def test_id_beyond_int64_is_a_usage_error(
     assert err.startswith("Usage: contractsdk ") and "Traceback" not in err
 
 
-def test_demo_exits_zero(tmp_path: Path) -> None:
-    """`python -m contractsdk demo` walks the flow against the embedded emulator and exits 0.
+def test_demo_exits_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`contractsdk demo` walks the flow against the embedded emulator and exits 0.
 
     Past creation: both parties added, both signed, the contract completed, its PDF written.
+    (In-process: `python -m contractsdk` as a process is run by the closed-pipe test.)
     """
     pdf = tmp_path / "signed.pdf"
-    result = subprocess.run(
-        [sys.executable, "-m", "contractsdk", "demo", "--pdf", str(pdf)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=_env(),
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
+    code, out, err = run(capsys, "demo", "--pdf", str(pdf))
+    assert code == 0, err
     for step in (
         "1. Identify the user",
         "5. The terms",
@@ -296,9 +290,9 @@ def test_demo_exits_zero(tmp_path: Path) -> None:
         "tenant signed",
         f"wrote {pdf}",
     ):
-        assert step in result.stdout
-    assert "exclusive" in result.stdout
-    assert "completed: not yet" not in result.stdout
+        assert step in out
+    assert "exclusive" in out
+    assert "completed: not yet" not in out
     assert pdf.read_bytes().startswith(b"%PDF")
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -18,21 +17,20 @@ from contractsdk.cli._demo import _person_values
 from contractsdk.models import Role, Side
 from contractsdk.sandbox import SandboxServer
 from contractsdk.testing import signature_png
+from tests._sandboxprocess import child_env
 
-ROOT = Path(__file__).resolve().parents[1]
 USER = 7917
 TENANCY_TEMPLATE = 198
 
 
-def _env(**more: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTRACTSDK_")}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    return {**env, **more}
-
-
 @pytest.fixture
 async def server() -> AsyncIterator[SandboxServer]:
-    async with SandboxServer(port=0, read_rate=None, write_rate=None) as running:
+    """An emulator whose limits are far above what a test sends.
+
+    Its rate headers let the client pace at them at once; an emulator without limits sends
+    none, and the client would start slowly (20 requests/s) to learn them.
+    """
+    async with SandboxServer(port=0, read_rate=1000, write_rate=1000) as running:
         yield running
 
 
@@ -105,31 +103,43 @@ def test_demo_refuses_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert "no JSON output" in capsys.readouterr().err
 
 
-def test_without_the_extra_one_line() -> None:
-    """Without click and rich, the command says in one line to install contractsdk[cli]."""
+@pytest.fixture(scope="module")
+def fresh_interpreter() -> subprocess.CompletedProcess[str]:
+    """One new Python for both tests below: what importing the SDK loads, then the command.
+
+    It imports the SDK and prints the click and rich modules loaded (JSON), then runs the
+    command as if the extra were not installed (click and rich made unimportable).
+    """
     code = (
-        "import sys; sys.modules['click'] = None; sys.modules['rich'] = None\n"
+        "import json, sys, contractsdk, contractsdk.bulk, contractsdk.sandbox\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('click', 'rich'))\n"
+        "print(json.dumps(loaded), flush=True)\n"
+        "sys.modules['click'] = None; sys.modules['rich'] = None\n"
         "import importlib.util as u; real = u.find_spec\n"
         "u.find_spec = lambda n, *a: None if n in ('click', 'rich') else real(n, *a)\n"
         "from contractsdk.cli import main; raise SystemExit(main(['users', 'list']))"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=_env(), check=False
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        check=False,
+        timeout=60,
     )
-    assert result.returncode == 1
-    assert result.stderr == INSTALL_HINT + "\n"
 
 
-def test_the_sdk_does_not_import_click_or_rich() -> None:
+def test_the_sdk_does_not_import_click_or_rich(
+    fresh_interpreter: subprocess.CompletedProcess[str],
+) -> None:
     """`import contractsdk` (and its bulk and sandbox) loads neither click nor rich."""
-    code = (
-        "import sys, contractsdk, contractsdk.bulk, contractsdk.sandbox\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('click', 'rich')))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=_env(), check=True
-    )
-    assert result.stdout.strip() == "[]"
+    assert json.loads(fresh_interpreter.stdout.splitlines()[0]) == [], fresh_interpreter.stderr
+
+
+def test_without_the_extra_one_line(fresh_interpreter: subprocess.CompletedProcess[str]) -> None:
+    """Without click and rich, the command says in one line to install contractsdk[cli]."""
+    assert fresh_interpreter.returncode == 1
+    assert fresh_interpreter.stderr == INSTALL_HINT + "\n"
 
 
 async def test_colour_only_on_a_terminal_and_never_with_no_color(

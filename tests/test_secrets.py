@@ -173,7 +173,8 @@ class _EchoHandler(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def echo_server() -> Iterator[str]:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EchoHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # Polled often: shutdown() waits for the loop to look (every 0.5 s by default).
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
