@@ -32,7 +32,7 @@ COLOUR = re.compile(r"\x1b\[[0-9;]*3[0-7](;[0-9]+)*m|\x1b\[[0-9;]*38;")
 pytestmark = pytest.mark.e2e
 
 #: Seconds a run may take, started together on a loaded machine; only a hang reaches it.
-DEADLINE = 60.0
+DEADLINE = 60
 #: Seconds between looks at whether a run in a pane has finished.
 POLL = 0.02
 
@@ -48,9 +48,6 @@ def _env(**more: str) -> dict[str, str]:
 def _bulk_argv(directory: Path, name: str, user: int) -> list[str]:
     """A bulk create of the example into ``user``'s Personal Team (its own: runs overlap)."""
     return [
-        sys.executable,
-        "-m",
-        "contractsdk",
         "bulk",
         "create",
         str(EXAMPLE),
@@ -75,7 +72,8 @@ class Pane:
     def __init__(self, tmux: str, directory: Path, name: str, user: int, env: dict[str, str]):
         self.base = [tmux, "-L", f"contractsdk-{os.getpid()}-{name}", "-f", "/dev/null"]
         self.done = directory / f"{name}.done"
-        command = " ".join(f"'{part}'" for part in _bulk_argv(directory, name, user))
+        argv = [sys.executable, "-m", "contractsdk", *_bulk_argv(directory, name, user)]
+        command = " ".join(f"'{part}'" for part in argv)
         script = f"unset COLUMNS LINES; {command}; echo $? > '{self.done}'; sleep {DEADLINE}"
         exported = [f"{key}={value}" for key, value in env.items()]
         new = ["new-session", "-d", "-x", "160", "-y", "30", "env", *exported, "sh", "-c", script]
@@ -212,7 +210,7 @@ def test_not_a_terminal_gets_plain_lines(
     monkeypatch.setenv("CONTRACTSDK_BASE_URL", emulator.url)
     monkeypatch.setenv("CONTRACTSDK_API_KEY", emulator.api_key)
     user = emulator.users[2].id  # not the panes' users: their runs may still be going
-    code = main(_bulk_argv(tmp_path, "captured", user)[3:])  # no `python -m contractsdk`
+    code = main(_bulk_argv(tmp_path, "captured", user))
     stdout, stderr = capsys.readouterr()
     assert code == 3, stderr
     assert "\x1b[" not in stdout + stderr
