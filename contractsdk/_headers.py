@@ -228,11 +228,19 @@ _RATE_LIMIT_HEADERS: Final = frozenset(
 )
 
 
+#: The headers that tell something on their own: a reset is read only beside its
+#: remaining count, so ``RateLimit-Reset`` and ``X-RateLimit-Reset`` alone say nothing.
+_RATE_LIMIT_PROBE: Final = _RATE_LIMIT_HEADERS - {"ratelimit-reset", "x-ratelimit-reset"}
+
+
 def has_rate_limit_headers(headers: Mapping[str, str]) -> bool:
-    """Whether a response carries any header :func:`parse_rate_limit_headers` reads."""
+    """Whether a response carries a header :func:`parse_rate_limit_headers` learns from.
+
+    When it does not, parsing would give no hints at all.
+    """
     if type(headers) is Headers or isinstance(headers, Headers):  # exact type: every answer
-        return headers.has_any(_RATE_LIMIT_HEADERS)
-    return not _RATE_LIMIT_HEADERS.isdisjoint(map(str.lower, headers))
+        return headers.has_any(_RATE_LIMIT_PROBE)
+    return not _RATE_LIMIT_PROBE.isdisjoint(map(str.lower, headers))
 
 
 def parse_rate_limit_headers(headers: Mapping[str, str], *, now: float) -> RateLimitHints:

@@ -113,8 +113,8 @@ class Headers(Mapping[str, str]):
     def has_any(self, names: frozenset[str]) -> bool:
         """Whether any of these lower-case names is present (lazy headers stay unread)."""
         source = self._source
-        if self._dict is None and source is not None:  # one pass over a few names, in C
-            return not names.isdisjoint(map(str.lower, source.keys()))
+        if source is not None:  # a lookup per name in the case-insensitive source, in C
+            return not source.keys().isdisjoint(names)
         return not names.isdisjoint(self._items.keys())
 
     def pick(self, names: frozenset[str]) -> dict[str, str]:

@@ -589,6 +589,34 @@ async def test_echoes_of_one_overload_lower_the_rate_once() -> None:
     assert limiter.state.write.paused_for > 1.5 / lowered
 
 
+def test_a_429_counts_in_a_row_only_for_requests_granted_after_the_last() -> None:
+    """Requests granted at once before a 429 is answered echo it; one granted after is fresh.
+
+    The requests a bucket grants at once share their grant: the count of 429s in a row
+    must still tell the ones granted before an overload from the ones granted after it.
+    """
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits(read=100, burst=10))
+    clock.now += 1.0  # idle: a burst to grant at once
+    queue = limiter._queues["read"]
+    first, second = limiter.try_acquire("GET"), limiter.try_acquire("GET")
+    assert first is not None and second is not None
+    assert limiter.note(first, 429, {}) is not None
+    assert queue.streak == 1
+    limiter.note(second, 429, {})  # out before the first 429 came back: an echo
+    assert (queue.streak, queue.throttles) == (1, 2)
+    third = limiter.try_acquire("GET")
+    assert third is not None
+    limiter.note(third, 429, {})
+    assert queue.streak == 2
+    fourth = limiter.try_acquire("GET")
+    assert fourth is not None
+    limiter.note(second, 200, {})  # a success of a request granted before: no reset
+    assert queue.streak == 2
+    limiter.note(fourth, 200, {})
+    assert queue.streak == 0
+
+
 async def test_unknown_limits_slow_start_then_learn() -> None:
     """Unknown limits: start at a modest rate, raise it while it is all used, lower on a 429."""
     clock = FakeClock()

@@ -159,12 +159,16 @@ class RateLimiter:
         self._local = self._store if isinstance(self._store, LocalStore) else None
         for name, queue in self._queues.items():
             queue.reschedule(initial[name])
+            if self._local is not None:
+                queue._bucket = self._local.bucket(name)
 
     def __repr__(self) -> str:
         return f"RateLimiter({self.limits!r}, store={self._store!r})"
 
     def _initial(self, queue: _Queue) -> Control:
-        return _control.initial(queue.ceiling(), adaptive=self.limits.adaptive, now=queue.busy)
+        return _control.initial(
+            queue.ceiling(), adaptive=self.limits.adaptive, now=queue.busy_clock
+        )
 
     def _projected_wait(self, queue: _Queue, position: int) -> float:
         store = self._store
@@ -250,12 +254,9 @@ class RateLimiter:
             if not throttled:
                 queue.admitted += 1
         if throttled:
-            queue.throttles += 1
-            if grant.seq > queue.echo_seq:  # not an echo of the last 429: one more in a row
-                queue.streak += 1
-                queue.echo_seq = queue.granted
+            queue.overloaded(grant)
             return hints
-        if grant.seq > queue.echo_seq:
+        if queue.streak and grant.overloads == queue.overloads:  # granted since the last 429
             queue.streak = 0
         if queue.schedule_phase == "paced" and (
             hints is _NO_HINTS or self._paced_answer(queue, status_code, hints)
@@ -319,10 +320,7 @@ class RateLimiter:
             and declared * self._max_pause >= 1  # absurdly slow policies are not believed
         ):
             queue.server_rate = declared  # the server's declared policy: a ceiling
-            control = attrs.evolve(
-                _control.initial(queue.ceiling(), adaptive=self.limits.adaptive, now=queue.busy),
-                epoch=control.epoch,
-            )
+            control = attrs.evolve(self._initial(queue), epoch=control.epoch)
         now = self._clock()
         if isinstance(store, LocalStore):
             busy = store.advance(grant.bucket, queue.schedule.rate, now)
@@ -379,11 +377,9 @@ class RateLimiter:
                 tokens=tokens,
             )
         if new.epoch != queue.epoch:
-            queue.epoch = new.epoch
-            queue.answered = queue.admitted = 0
             # The epoch is measured from the end of its pause: waiting out a Retry-After
             # is not sending at the new rate.
-            queue.epoch_start = busy + decision.pause
+            queue.new_epoch(new.epoch, busy + decision.pause)
         if decision.pause > 0 or (
             queue.schedule.rate is not None
             and old_schedule.rate is not None

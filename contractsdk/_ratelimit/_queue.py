@@ -20,7 +20,7 @@ from contractsdk._exceptions import RateLimiterTimeoutError
 from . import _control
 from ._control import Control
 from ._limits import BucketName
-from ._store import Meter, Schedule, Slot
+from ._store import Meter, Schedule, Slot, _Bucket
 
 if TYPE_CHECKING:
     from ._limiter import RateLimiter
@@ -39,25 +39,27 @@ _KICK_RATIO = 1.05
 class Grant:
     """A request's permission to go, handed back to :meth:`RateLimiter.record`.
 
-    A plain slotted class, not attrs: one is made per request, on the hot path.
+    A plain slotted class, not attrs, and never changed once made: the requests a bucket
+    grants at once, in one epoch and between the same two overloads, share one grant
+    (nothing tells them apart), so the hot path makes none.
 
     Attributes:
         bucket: ``"read"`` or ``"write"``.
         epoch: The learning epoch it was granted in (a 429 for it is fresh when the
             bucket is still in this epoch).
         waited: Seconds it spent waiting.
-        seq: Its number among this process's grants of the bucket (a 429 for a request
-            granted before the last 429 was answered is an echo of it, not one more in a
-            row).
+        overloads: The 429s in a row this process's bucket had counted when it was
+            granted. A 429 for a request granted before the last 429 was answered is an
+            echo of that one, not one more in a row; -1 (a grant made by hand) is an echo.
     """
 
-    __slots__ = ("bucket", "epoch", "seq", "waited")
+    __slots__ = ("bucket", "epoch", "overloads", "waited")
 
-    def __init__(self, bucket: BucketName, epoch: int, waited: float, seq: int = 0) -> None:
+    def __init__(self, bucket: BucketName, epoch: int, waited: float, overloads: int = -1) -> None:
         self.bucket: BucketName = bucket
         self.epoch = epoch
         self.waited = waited
-        self.seq = seq
+        self.overloads = overloads
 
     def __repr__(self) -> str:
         return f"Grant({self.bucket!r}, epoch={self.epoch}, waited={self.waited:.3f})"
@@ -104,11 +106,20 @@ class _Queue:
         self.server_remaining: float | None = None
         self.granted = 0
         self.throttles = 0
-        self.streak = 0  # 429s in a row (see Grant.seq)
-        self.echo_seq = 0  # grants up to this one were out when the last 429 came
+        self.streak = 0  # 429s in a row (echoes not counted: see Grant.overloads)
+        self.overloads = 0  # fresh 429s counted so far (Grant.overloads)
         self.waited = 0.0
         self.schedule = Schedule(rate=None, tau=0.0, burst=1.0)
         self.schedule_phase = "off"  # the phase of the learning state the schedule is from
+        self._clock = limiter._clock
+        # The bucket in this process's memory, for the fast path (None through a shared
+        # store; set by the limiter once its store exists), and the version of its
+        # learning state the schedule follows.
+        self._bucket: _Bucket | None = None
+        self._version = 0
+        # The grant every request granted at once shares until the epoch or the count
+        # of overloads moves (None: make it anew).
+        self._shared_grant: Grant | None = None
 
     # -- the schedule the store hands slots out by ---------------------------------------
 
@@ -138,6 +149,11 @@ class _Queue:
             self._kick()
 
     @property
+    def busy_clock(self) -> float:
+        """The bucket's busy clock: as of the last grant, or now in this process's store."""
+        return self.busy if self._bucket is None else self._bucket.busy
+
+    @property
     def capacity(self) -> float:
         """The server's known burst: the configured one, or the most its headers showed."""
         return float(self._limiter.limits.burst or self.server_burst)
@@ -153,17 +169,43 @@ class _Queue:
     # -- waiting -----------------------------------------------------------------------
 
     def try_now(self) -> Grant | None:
-        """Grant at once, without suspending, if nobody waits and a slot is free now."""
-        limiter = self._limiter
-        local = limiter._local
-        if self._queue or local is None:
+        """Grant at once, without suspending, if nobody waits and a slot is free now.
+
+        Every request's path under the limit: one reservation on the bucket in this
+        process's memory and a few counts, nothing awaited, no slot object.
+        """
+        bucket = self._bucket
+        if bucket is None or self._queue:  # a shared store, or others are waiting
             return None
-        now = limiter._clock()
-        taken = local.take_fast(self.name, self.schedule, now, max_wait=0.0)
-        if type(taken) is float:
+        now = self._clock()
+        if bucket.take(self.schedule, now, _EPSILON) > _EPSILON:
             return None
-        _, busy, backlogged, control, _, _, _ = taken  # type: ignore[misc]
-        return self._granted(busy, -1.0, backlogged, control, 0.0, now)
+        self.granted += 1
+        self.backlogged = bucket.backlogged
+        if bucket.version != self._version:  # the learning state moved since: catch up
+            self._follow(bucket.control, bucket.busy, bucket.version)
+        return self._shared_grant or self._share_grant()
+
+    def _share_grant(self) -> Grant:
+        grant = self._shared_grant = Grant(self.name, self.epoch, 0.0, self.overloads)
+        return grant
+
+    def new_epoch(self, epoch: int, start: float) -> None:
+        """Enter learning epoch ``epoch``, which began at busy time ``start``."""
+        self.epoch = epoch
+        self.answered = self.admitted = 0
+        self.epoch_start = start
+        self._shared_grant = None
+
+    def overloaded(self, grant: Grant) -> bool:
+        """Count a 429 for ``grant``; return whether it was one more in a row (not an echo)."""
+        self.throttles += 1
+        if grant.overloads != self.overloads:
+            return False
+        self.streak += 1
+        self.overloads += 1  # every grant out now answers an overload already counted
+        self._shared_grant = None
+        return True
 
     async def acquire(self, timeout: float | None) -> Grant:
         grant = self.try_now()
@@ -295,38 +337,23 @@ class _Queue:
         )
 
     def _grant(self, slot: Slot, waited: float) -> Grant:
-        """Count a slot as granted."""
-        return self._granted(
-            slot.busy, slot.sent, slot.backlogged, slot.control, waited, self._limiter._clock()
-        )
-
-    def _granted(
-        self,
-        busy: float,
-        sent: float,
-        backlogged: bool,
-        control: Control,
-        waited: float,
-        now: float,
-    ) -> Grant:
-        """Count a grant and return it.
-
-        From the slot: its busy time, send rate (-1.0: not measured), backlog and learning
-        state; then the seconds waited and the clock it was reserved at.
-        """
+        """Count a reserved slot as granted and return the grant."""
         self.granted += 1
-        self.busy = busy
-        self.busy_at = now
-        if sent >= 0:
-            self.sent = sent
-        self.backlogged = backlogged or bool(self._queue)
+        self.busy = slot.busy
+        self.busy_at = self._clock()
+        if slot.sent >= 0:
+            self.sent = slot.sent
+        self.backlogged = slot.backlogged or bool(self._queue)
+        self._follow(slot.control, slot.busy, slot.version)
+        return Grant(self.name, slot.control.epoch, waited, self.overloads)
+
+    def _follow(self, control: Control, busy: float, version: int) -> None:
+        """Take the store's learning state on (another process may have moved it)."""
+        self._version = version
         if control.epoch != self.epoch:  # another process lowered the shared rate
-            self.epoch = control.epoch
-            self.answered = self.admitted = 0
-            self.epoch_start = busy
+            self.new_epoch(control.epoch, busy)
         if control.rate != self.schedule.rate or control.phase != self.schedule_phase:
             self.reschedule(control)
-        return Grant(self.name, control.epoch, waited, self.granted)
 
     @property
     def waiting(self) -> int:

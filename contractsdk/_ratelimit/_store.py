@@ -48,6 +48,8 @@ IDLE_GAP: Final = 0.25
 LATENESS: Final = 0.02
 #: The busy seconds per bin of the send-rate meter (two bins are kept).
 METER_BIN: Final = 0.5
+#: A wait up to this long is no wait (floating-point sums of intervals).
+_EPSILON: Final = 1e-9
 
 
 @attrs.frozen
@@ -63,6 +65,29 @@ class Schedule:
     rate: float | None
     tau: float
     burst: float
+    # Worked out once, not per reservation: the interval ``1 / rate`` (0.0 unpaced); the
+    # most busy time one gap between events adds (invariant 4); how long since the last
+    # grant makes the bucket idle, and where an idle bucket's tat starts from (invariant 2).
+    interval: float = attrs.field(init=False, repr=False, eq=False)
+    busy_cap: float = attrs.field(init=False, repr=False, eq=False)
+    idle_after: float = attrs.field(init=False, repr=False, eq=False)
+    refill_lead: float = attrs.field(init=False, repr=False, eq=False)
+
+    @interval.default
+    def _interval(self) -> float:
+        return 1 / self.rate if self.rate else 0.0
+
+    @busy_cap.default
+    def _busy_cap(self) -> float:
+        return max(IDLE_GAP, 2 * self.interval)
+
+    @idle_after.default
+    def _idle_after(self) -> float:
+        return self.interval + LATENESS
+
+    @refill_lead.default
+    def _refill_lead(self) -> float:
+        return self.tau - (self.burst - 1) * self.interval
 
 
 class Slot:
@@ -175,39 +200,44 @@ class Meter:
     Two counters, so constant memory and time; busy time, so idle time never dilutes it.
     """
 
-    __slots__ = ("bin", "counts")
+    __slots__ = ("bin", "current", "previous", "start", "until")
 
     def __init__(self) -> None:
         self.bin = 0
-        self.counts = [0, 0]  # events in the current and the previous bin
+        self.start, self.until = 0.0, METER_BIN  # the busy times the current bin spans
+        self.current = 0  # events in the current bin
+        self.previous = 0  # events in the bin before it
 
     def add(self, busy: float) -> None:
         """Count one event at busy time ``busy``."""
-        if busy // METER_BIN != self.bin:  # every grant's path: _roll only when it rolls
+        if not self.start <= busy < self.until:  # every grant's path: _roll only when it rolls
             self._roll(busy)
-        self.counts[0] += 1
+        self.current += 1
 
     def remove(self) -> None:
         """Uncount the last event (a reservation given back)."""
-        self.counts[0] = max(0, self.counts[0] - 1)
+        self.current = max(0, self.current - 1)
 
     def rate(self, busy: float) -> float:
         """Events per busy second up to ``busy``."""
         self._roll(busy)
-        into = busy - self.bin * METER_BIN
-        return (self.counts[0] + self.counts[1]) / (METER_BIN + max(into, 0.0))
+        into = busy - self.start
+        return (self.current + self.previous) / (METER_BIN + max(into, 0.0))
 
     def _roll(self, busy: float) -> None:
         index = math.floor(busy / METER_BIN)
         if index != self.bin:
-            self.counts = [0, self.counts[0] if index == self.bin + 1 else 0]
+            self.previous = self.current if index == self.bin + 1 else 0
+            self.current = 0
             self.bin = index
+            self.start, self.until = index * METER_BIN, (index + 1) * METER_BIN
 
 
 class _Bucket:
     """One bucket's schedule and learning state, in memory."""
 
     __slots__ = (
+        "backlogged",
         "busy",
         "control",
         "interval",
@@ -234,6 +264,53 @@ class _Bucket:
         self.meter = Meter()  # grants per busy second
         self.control = control
         self.version = 0
+        self.backlogged = False  # the last reservation found others reserved ahead
+
+    def take(self, schedule: Schedule, now: float, most: float) -> float:
+        """Reserve the next slot and return its wait; a wait above ``most`` is not reserved.
+
+        The GCRA step of every reservation (the module's invariants). What else a
+        :class:`Slot` holds is read off the bucket after it: ``busy``, ``backlogged``,
+        ``control``, ``version``, ``tat``.
+        """
+        # Every request's path: conditionals where max() and min() would be, which they
+        # equal exactly (NaN included) at a third of the cost.
+        busy = self.busy
+        gap = now - self.seen
+        if gap > 0:  # LocalStore.advance(), inlined
+            cap = schedule.busy_cap
+            self.busy = busy = busy + (cap if cap < gap else gap)
+            self.seen = now
+        paused_until = self.paused_until
+        start = now if now > paused_until else paused_until
+        interval = schedule.interval
+        if interval:
+            tau = schedule.tau
+            if interval != self.interval or tau != self.tau:
+                _rebase(self, schedule, interval, now)
+            tat = self.tat
+            if now - self.last_grant > schedule.idle_after:  # idle: refill only to the burst
+                refilled = now + schedule.refill_lead
+                if refilled > tat:
+                    tat = refilled
+            earliest = tat - tau
+            self.backlogged = earliest > now
+            slot = earliest if earliest > start else start
+            wait = slot - now
+            if wait > most:
+                return wait
+            self.tat = (slot if slot > tat else tat) + interval
+        else:  # unpaced: only a pause holds requests back
+            wait = start - now
+            self.backlogged = False
+            if wait > most:
+                return wait
+        self.last_grant = now + wait
+        meter = self.meter  # Meter.add(), inlined
+        if not meter.start <= busy < meter.until:
+            meter._roll(busy)
+        meter.current += 1
+        return wait
 
 
 def _rebase(state: _Bucket, schedule: Schedule, interval: float, now: float) -> None:
@@ -291,58 +368,25 @@ class LocalStore:
         self, bucket: BucketName, schedule: Schedule, now: float, *, max_wait: float | None
     ) -> Slot | float:
         """Reserve synchronously (see :meth:`Store.reserve`)."""
-        taken = self.take_fast(bucket, schedule, now, max_wait=max_wait)
-        if type(taken) is float:
-            return taken
-        wait, busy, backlogged, control, version, interval, tat = taken  # type: ignore[misc]
-        return Slot(wait, busy, -1.0, backlogged, control, version, interval, tat)
-
-    def take_fast(
-        self, bucket: BucketName, schedule: Schedule, now: float, *, max_wait: float | None
-    ) -> float | tuple[float, float, bool, Control, int, float, float]:
-        """:meth:`take`, with the slot as a plain tuple (the fast path needs no object).
-
-        ``(wait, busy, backlogged, control, version, interval, tat)``, as :class:`Slot`'s
-        attributes, or the wait (a float) if it exceeds ``max_wait``.
-        """
-        # Every request's path: conditionals where max() and min() would be, which they
-        # equal exactly (NaN included) at a third of the cost.
         state = self._buckets[bucket]
-        rate = schedule.rate
-        busy = state.busy
-        gap = now - state.seen
-        if gap > 0:  # advance(), inlined
-            cap = 2 / rate if rate and 2 / rate > IDLE_GAP else IDLE_GAP
-            busy += cap if cap < gap else gap
-            state.busy, state.seen = busy, now
-        paused_until = state.paused_until
-        start = now if now > paused_until else paused_until
-        interval = 0.0
-        if rate is None:
-            wait = start - now
-            backlogged = False
-        else:
-            interval = 1 / rate
-            tau = schedule.tau
-            if interval != state.interval or tau != state.tau:
-                _rebase(state, schedule, interval, now)
-            tat = state.tat
-            if now - state.last_grant > interval + LATENESS:  # idle: refill only to the burst
-                refilled = now + tau - (schedule.burst - 1) * interval
-                if refilled > tat:
-                    tat = refilled
-            earliest = tat - tau
-            backlogged = earliest > now
-            slot = earliest if earliest > start else start
-            wait = slot - now
-            if max_wait is not None and wait > max_wait + 1e-9:
-                return wait
-            state.tat = (slot if slot > tat else tat) + interval
-        if max_wait is not None and wait > max_wait + 1e-9:
+        most = math.inf if max_wait is None else max_wait + _EPSILON
+        wait = state.take(schedule, now, most)
+        if wait > most:
             return wait
-        state.last_grant = now + wait
-        state.meter.add(busy)
-        return (wait, busy, backlogged, state.control, state.version, interval, state.tat)
+        return Slot(
+            wait,
+            state.busy,
+            -1.0,
+            state.backlogged,
+            state.control,
+            state.version,
+            schedule.interval,
+            state.tat,
+        )
+
+    def bucket(self, bucket: BucketName) -> _Bucket:
+        """The bucket's state itself, for a queue's fast path (:meth:`_Bucket.take`)."""
+        return self._buckets[bucket]
 
     def sent(self, bucket: BucketName) -> float:
         """Grants per busy second lately."""
