@@ -40,7 +40,7 @@ from contractsdk._redact import Secrets
 from contractsdk._redis import SharedRedis, namespace
 from contractsdk._retry import Retrier, Retries, RetryBudget
 from contractsdk._send import Sender, _checked_headers
-from contractsdk._transport import AiohttpTransport, AsyncTransport
+from contractsdk._transport import AiohttpTransport, AsyncTransport, headers_sender
 from contractsdk.models import Contract, ContractWithParties, Party, Team
 from contractsdk.resources import (
     Collaborators,
@@ -152,6 +152,7 @@ class ContractClient(Sender):
             credential.key if isinstance(credential, ApiKey) else credential.client_secret
         )
         self._token_seen: str | None = None
+        self._bearer = ""
         self.environment = pick_environment(environment, base_url, env)
         bound = credential.bound_environment
         if (
@@ -185,6 +186,7 @@ class ContractClient(Sender):
         self._transport: AsyncTransport = transport or AiohttpTransport(
             connect_timeout=connect_timeout, max_connections=max_connections, trust_env=trust_env
         )
+        self._send_headers = headers_sender(self._transport)
         self._instrumentation = Instrumentation(event_hooks)
         if isinstance(rate_limits, NotGiven):
             rate_limits = RateLimits(

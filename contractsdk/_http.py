@@ -47,19 +47,21 @@ class Headers(Mapping[str, str]):
     shown in a traceback without its credential.
     """
 
-    __slots__ = ("_added", "_dict", "_source")
+    __slots__ = ("_added", "_dict", "_sent", "_source")
 
     def __init__(self, headers: Mapping[str, str] | Iterable[tuple[str, str]] = ()) -> None:
         pairs = headers.items() if isinstance(headers, dict | Mapping) else headers
         self._dict: dict[str, tuple[str, str]] | None = {k.lower(): (k, v) for k, v in pairs}
         self._source: Mapping[str, str] | None = None
+        # The last copy with_header() kept, and the last pairs pairs_with() made.
         self._added: tuple[str, str, Headers] | None = None
+        self._sent: tuple[str, str, tuple[tuple[str, str], ...]] | None = None
 
     @classmethod
     def _of(cls, items: dict[str, tuple[str, str]]) -> Headers:
         """Wrap an items dict (lower-case name → (name, value)) without copying it."""
         headers = cls.__new__(cls)
-        headers._dict, headers._source, headers._added = items, None, None
+        headers._dict, headers._source, headers._added, headers._sent = items, None, None, None
         return headers
 
     @classmethod
@@ -70,7 +72,7 @@ class Headers(Mapping[str, str]):
         saves building the index for them.
         """
         headers = cls.__new__(cls)
-        headers._dict, headers._source, headers._added = None, source, None
+        headers._dict, headers._source, headers._added, headers._sent = None, source, None, None
         return headers
 
     @property
@@ -131,6 +133,25 @@ class Headers(Mapping[str, str]):
     def pairs(self) -> list[tuple[str, str]]:
         """Return the ``(name, value)`` pairs with their original spelling (a fast ``items``)."""
         return list(self._items.values())
+
+    def pairs_with(self, name: str, value: str) -> tuple[tuple[str, str], ...]:
+        """Return the pairs :meth:`with_header` would hold, without making that copy.
+
+        What a transport sends when the client adds its credential: the request (what
+        hooks and errors see) keeps its headers as they were. The last pairs are kept, to
+        return again for the same header and value (every GET adds the same credential to
+        the same common headers).
+        """
+        sent = self._sent
+        if sent is not None and sent[0] == name and sent[1] == value:
+            return sent[2]
+        items, low = self._items, name.lower()
+        if low in items:  # replaced where it stood, as with_header() does
+            pairs = tuple((name, value) if key == low else pair for key, pair in items.items())
+        else:
+            pairs = (*items.values(), (name, value))
+        self._sent = (name, value, pairs)
+        return pairs
 
     def with_header(self, name: str, value: str, *, keep: bool = True) -> Headers:
         """Return a copy with one header added or replaced (cheaper than :meth:`merged`).

@@ -36,7 +36,7 @@ from contractsdk._logging import Instrumentation, logger
 from contractsdk._ratelimit import Grant, RateLimiter
 from contractsdk._redact import Secrets
 from contractsdk._retry import Retrier
-from contractsdk._transport import AsyncTransport
+from contractsdk._transport import AsyncTransport, HeadersSender
 
 __all__ = ["Sender"]
 
@@ -112,6 +112,7 @@ class Sender:
     _clock: Any
     _wall_clock: Any
     _transport: AsyncTransport
+    _send_headers: HeadersSender | None  # the transport's way to add the credential, if any
     _instrumentation: Instrumentation
     _limiter: RateLimiter | None
     _limiter_timeout: float | None
@@ -119,6 +120,7 @@ class Sender:
     _auth: Auth
     _secrets: Secrets
     _token_seen: str | None
+    _bearer: str  # the Authorization value for _token_seen
     _closed: bool
     _root: Sender
 
@@ -216,6 +218,7 @@ class Sender:
         token = auth.ready_token() or await auth.token()  # a coroutine only when one is due
         if token is not self._token_seen:  # a new access token: scrubbed from what is shown
             self._token_seen = token
+            self._bearer = f"Bearer {token}"
             self._secrets.add_token(token)
         response = await self._exchange(call, token)
         if response.status_code == 401 and await self._auth.invalidate(token):
@@ -235,17 +238,23 @@ class Sender:
         hooks = instrumentation.on_request(request)
         if hooks is not None:
             await hooks
-        sent = request.with_header("Authorization", f"Bearer {token}")
+        # Hooks and errors see the request without its credential: the transport sends it
+        # with the credential added to its headers, or is handed a copy that has it.
+        bearer = self._bearer if token is self._token_seen else f"Bearer {token}"
+        send = self._send_headers
         started = self._clock()
-        response = await self._transport.handle_async_request(sent)
+        if send is not None:
+            response = await send(request, request.headers.pairs_with("Authorization", bearer))
+        else:
+            sent = request.with_header("Authorization", bearer)
+            response = await self._transport.handle_async_request(sent)
+            response = response.for_request(request)
         if grant is not None:
             assert limiter is not None
             status, headers = response.status_code, response.headers
             hints = limiter.note(grant, status, headers)
             if hints is not None:  # something to learn (a 429, rate headers, a learnt limit)
                 await limiter.learn(grant, status, hints)
-        # Hooks and errors see the request without its credential.
-        response = response.for_request(request)
         hooks = instrumentation.on_response(response, self._clock() - started)
         if hooks is not None:
             await hooks

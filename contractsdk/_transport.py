@@ -10,6 +10,7 @@ own classes nest (``ConnectionTimeoutError`` is a ``ServerTimeoutError``,
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 import aiohttp
@@ -24,7 +25,7 @@ from ._exceptions import (
 )
 from ._http import Headers, Request, Response
 
-__all__ = ["AiohttpTransport", "AsyncTransport"]
+__all__ = ["AiohttpTransport", "AsyncTransport", "HeadersSender", "headers_sender"]
 
 
 @runtime_checkable
@@ -88,6 +89,20 @@ class AiohttpTransport:
 
     async def handle_async_request(self, request: Request) -> Response:
         """Send the request with aiohttp and read the whole body."""
+        return await self._send_with_headers(request, request.headers.pairs())
+
+    async def _send_with_headers(
+        self, request: Request, headers: Sequence[tuple[str, str]]
+    ) -> Response:
+        """Send ``request`` with ``headers`` instead of its own; the response answers ``request``.
+
+        The client's path (see :func:`headers_sender`): it sends each request with its
+        credential added to the headers, and hooks and errors see the request without it,
+        so no copy of the request is made, nor of the response.
+
+        Raises:
+            TransportError: No usable response (a subclass says whether it was sent).
+        """
         session = self._session
         if session is None or session.closed:
             session = self._open()
@@ -106,7 +121,7 @@ class AiohttpTransport:
             async with session.request(
                 request.method,
                 request.url,
-                headers=request.headers.pairs(),
+                headers=headers,
                 data=request.content,
                 timeout=timeout,
                 allow_redirects=False,
@@ -127,6 +142,25 @@ class AiohttpTransport:
         """Close the session if this transport made it."""
         if self._session is not None and self._owns_session and not self._session.closed:
             await self._session.close()
+
+
+#: Sends a request with the given headers in place of its own; the response answers it.
+HeadersSender = Callable[[Request, Sequence[tuple[str, str]]], Awaitable[Response]]
+
+
+def headers_sender(transport: AsyncTransport) -> HeadersSender | None:
+    """The transport's way to send a request with other headers, if it has one.
+
+    :class:`AiohttpTransport`'s ``_send_with_headers``, unless a
+    subclass changed how it handles a request; None for any other transport, to which
+    the client hands a copy of each request with its credential.
+    """
+    if (
+        isinstance(transport, AiohttpTransport)
+        and type(transport).handle_async_request is AiohttpTransport.handle_async_request
+    ):
+        return transport._send_with_headers
+    return None
 
 
 def _translate(exc: aiohttp.ClientError | asyncio.TimeoutError, request: Request) -> TransportError:

@@ -21,8 +21,12 @@ from contractsdk import (
     ReadError,
     ReadTimeoutError,
     Request,
+    Response,
+    Retries,
     TransportError,
 )
+from contractsdk._transport import headers_sender
+from contractsdk.testing import MockTransport
 from tests._fakeservice import load_terms
 from tests.conftest import API_KEY
 
@@ -116,6 +120,74 @@ async def test_client_over_aioresponses_with_sample_terms() -> None:
     assert terms.find("contract_name") is not None
     call = mocked.requests[("GET", aiohttp.client.URL(f"{BASE}/templates/149/terms"))][0]  # type: ignore[attr-defined]
     assert dict(call.kwargs["headers"])["Authorization"] == f"Bearer {API_KEY}"
+
+
+async def test_credential_is_sent_but_never_on_the_request_hooks_and_errors_see() -> None:
+    """Over aiohttp the client adds its credential to what is sent, not to the request.
+
+    The requests hooks see and the responses' requests go without the Authorization header,
+    and the error shows no credential; aiohttp gets it on every request, a retried one too.
+    """
+    seen: list[Request] = []
+    answers: list[Response] = []
+
+    def on_response(response: Response) -> None:
+        answers.append(response)
+
+    with aioresponses() as mocked:
+        mocked.get(f"{BASE}/users/1", payload={"id": 1})
+        mocked.get(f"{BASE}/users/2", status=503, payload={})
+        mocked.get(f"{BASE}/users/2", status=404, payload={"message": "no user 2"})
+        async with ContractClient(
+            api_key=API_KEY,
+            retries=Retries(wait_initial=0.0),
+            event_hooks={"request": [seen.append], "response": [on_response]},
+        ) as client:
+            await client.users.get(1)
+            with pytest.raises(NotFoundError) as caught:
+                await client.users.get(2)
+    sent = [dict(call.kwargs["headers"]) for calls in mocked.requests.values() for call in calls]
+    assert len(sent) == 3
+    assert all(headers["Authorization"] == f"Bearer {API_KEY}" for headers in sent)
+    requests = [*seen, *(answer.request for answer in answers)]
+    assert len(requests) == 6
+    for request in requests:
+        assert request is not None and "authorization" not in request.headers
+    assert API_KEY not in repr(caught.value) and API_KEY not in str(caught.value)
+
+
+def test_only_the_plain_aiohttp_transport_sends_with_other_headers() -> None:
+    """The client hands its credential as headers to AiohttpTransport, a copy to others.
+
+    A subclass that changed how a request is handled gets the request itself, credential
+    included, as any other transport does.
+    """
+
+    class Logging(AiohttpTransport):
+        async def handle_async_request(self, request: Request) -> Response:
+            return await super().handle_async_request(request)
+
+    plain = AiohttpTransport()
+    assert headers_sender(plain) == plain._send_with_headers
+    assert headers_sender(Logging()) is None
+    assert headers_sender(MockTransport(lambda request: Response(status_code=204))) is None
+
+
+async def test_a_transport_subclass_sees_the_credential() -> None:
+    """A subclass overriding handle_async_request is handed requests with the credential."""
+    handled: list[Request] = []
+
+    class Recording(AiohttpTransport):
+        async def handle_async_request(self, request: Request) -> Response:
+            handled.append(request)
+            return await super().handle_async_request(request)
+
+    with aioresponses() as mocked:
+        mocked.get(f"{BASE}/users/1", payload={"id": 1})
+        async with ContractClient(api_key=API_KEY, transport=Recording()) as client:
+            user = await client.users.get(1)
+    assert user.id == 1
+    assert [request.headers["authorization"] for request in handled] == [f"Bearer {API_KEY}"]
 
 
 async def test_session_is_closed_with_the_client() -> None:
