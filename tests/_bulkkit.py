@@ -1,17 +1,26 @@
-"""Shared helpers of the bulk tests: terms, rows, a fake service with faults, clients."""
+"""Shared helpers of the bulk tests: terms, rows, a fake service with faults, clients.
+
+For the end-to-end tests: the emulator's team, the journal's counts, and the command run
+in a process of its own (to be killed or interrupted) or resumed in this one.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
-from contractsdk import ContractClient, ReadError, Request, Response
+from contractsdk import ContractClient, ReadError, Request, Response, Retries
 from contractsdk._converter import structure_list
+from contractsdk.bulk import BulkJob, BulkParty, RowOutcome
+from contractsdk.bulk._journal import Journal
 from contractsdk.models import Term
+from contractsdk.sandbox import FaultRule, SandboxServer
 from contractsdk.testing import MockTransport, json_response
 from contractsdk.validation import TermSet
+from tests._bulkprocess import Command
 from tests._fakeservice import SMALL_TERMS, FakeService
 from tests.conftest import API_KEY
 
@@ -129,3 +138,173 @@ def client_for(handler: Any, **options: Any) -> ContractClient:
     return ContractClient(
         api_key=API_KEY, environment="sandbox", transport=MockTransport(handler), **options
     )
+
+
+# -- end to end: the emulator, the journal, the command -------------------------------
+
+#: Seconds any one job or wait may take in the end-to-end tests (2 shared cores: generous).
+LIMIT = 120.0
+#: Requests in flight in the end-to-end jobs (the command's --concurrency).
+CONCURRENCY = 6
+
+
+def team_and_template(server: SandboxServer) -> tuple[int, int, int]:
+    """Ada's shared team, the newest tenancy template, and Ada."""
+    user = server.users[0]
+    team = next(t for t in server.teams if t.name == "Acme Legal")
+    ast = next(c for c in server.seed.catalog.types if c.name.startswith("Assured"))
+    return team.id, ast.template_ids[0], user.id
+
+
+def command_emulator(faults: Sequence[FaultRule] = ()) -> SandboxServer:
+    """An emulator for :func:`start_command`, with limits far above what a test sends.
+
+    It names them in its answers' headers, so that the command (whose client learns the
+    limits of a URL it does not know) paces at them from its first answer instead of
+    starting slowly.
+    """
+    return SandboxServer(port=0, read_rate=10_000, write_rate=10_000, faults=faults)
+
+
+def emulator_client(server: SandboxServer, **options: Any) -> ContractClient:
+    """A client of the emulator, with no rate limiter unless ``options`` give one.
+
+    The emulator's URL is not a known environment: by default a client would start slowly
+    to learn limits that the emulators here do not have.
+    """
+    options.setdefault("rate_limits", None)
+    return ContractClient(api_key=server.api_key, base_url=server.url, **options)
+
+
+def journal_counts(path: Path) -> dict[str, int]:
+    """The journal's rows by state, read beside a writer that may be running."""
+    journal = Journal.connect(path, readonly=True)
+    try:
+        return journal.counts()
+    finally:
+        journal.close()
+
+
+def journal_query(path: Path, sql: str) -> int:
+    """One number from the journal (a ``SELECT count(*) ...``)."""
+    journal = Journal.connect(path, readonly=True)
+    try:
+        found: int = journal.db.execute(sql).fetchone()[0]
+        return found
+    finally:
+        journal.close()
+
+
+def created_in(path: Path) -> int:
+    """How many rows the journal holds as created; 0 while it does not exist yet."""
+    if not path.exists():
+        return 0
+    try:
+        return journal_counts(path)["created"]
+    except Exception:  # the file is being created beside us
+        return 0
+
+
+def faults_seen(server: SandboxServer, name: str) -> int:
+    """How many faults of a kind (``lost``, ``latency`` ...) the emulator has applied."""
+    faults = server.counters()["faults"]
+    assert isinstance(faults, dict)
+    return int(faults.get(name, 0))
+
+
+async def listed_names(server: SandboxServer, team_id: int) -> list[str]:
+    """The names of the team's contracts, as the service lists them."""
+    async with emulator_client(server) as client:
+        return [contract.name or "" for contract in await client.contracts.list(team_id)]
+
+
+async def check_accounted(
+    server: SandboxServer, team_id: int, journal: Path, rows: int
+) -> dict[str, int]:
+    """Every row in exactly one final state; the service holds exactly the created ones."""
+    counts = journal_counts(journal)
+    assert sum(counts.values()) == rows
+    assert counts["pending"] == counts["sending"] == 0
+    names = await listed_names(server, team_id)
+    assert len(names) == len(set(names)), "a contract was created twice"
+    assert len(names) == counts["created"]
+    assert len(server.state.team_contracts[team_id]) == counts["created"]
+    return counts
+
+
+def start_command(server: SandboxServer, source: Path, journal: Path, *more: str) -> Command:
+    """``contractsdk bulk create SOURCE`` against the emulator, in its own process."""
+    team_id, template_id, user_id = team_and_template(server)
+    argv = [
+        "bulk",
+        "create",
+        str(source),
+        "--team",
+        str(team_id),
+        "--template",
+        str(template_id),
+        "--created-by",
+        str(user_id),
+        "--key-column",
+        "ref",
+        "--journal",
+        str(journal),
+        "--concurrency",
+        str(CONCURRENCY),
+        *more,
+    ]
+    env = {"CONTRACTSDK_BASE_URL": server.url, "CONTRACTSDK_API_KEY": server.api_key}
+    return Command(argv, env, journal.with_name(journal.name + ".out"))
+
+
+async def wait_until(condition: Callable[[], bool], command: Command) -> None:
+    """Poll ``condition`` (cheap, synchronous) until it holds, while the command runs.
+
+    The emulator answers in this event loop, so between two polls it can only have done
+    what a few milliseconds allow: a job stopped right after the condition holds is
+    stopped close to that point, however loaded the machine.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + LIMIT
+    while not condition():
+        if command.returncode is not None:
+            _code, output = await command.finish(LIMIT)
+            raise AssertionError(f"the job ended before it could be stopped:\n{output}")
+        if loop.time() > deadline:
+            raise AssertionError("the job made no progress in time")
+        await asyncio.sleep(0.005)
+
+
+async def resume(
+    server: SandboxServer,
+    source: Path,
+    journal: Path,
+    *,
+    parties: Sequence[BulkParty] = (),
+) -> BulkJob:
+    """Run again, in this process, the job :func:`start_command` started (same journal).
+
+    What is tested is the resume, not the process it runs in: no pause between rounds or
+    retries, no rate limiter (the emulator has no limit).
+    """
+    team_id, template_id, user_id = team_and_template(server)
+    quick = Retries(wait_initial=0.0, wait_max=0.0)
+    async with emulator_client(server, retries=quick) as client:
+        job = BulkJob(
+            client,
+            source,
+            team_id=team_id,
+            template_id=template_id,
+            created_by=user_id,
+            key_column="ref",
+            journal=journal,
+            concurrency=CONCURRENCY,
+            parties=parties,
+            round_delay=0.0,
+        )
+
+        async def consume() -> list[RowOutcome]:
+            return [outcome async for outcome in job.run()]
+
+        await asyncio.wait_for(consume(), LIMIT)
+    return job

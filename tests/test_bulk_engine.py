@@ -5,15 +5,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from contractsdk import AuthenticationError, ConfigurationError, Request, Response, Retries
-from contractsdk.bulk import BulkJob, JournalError, RowOutcome
+from contractsdk.bulk import BulkJob, IterableSource, JournalError, RowOutcome, SourceRow
 from contractsdk.bulk._journal import Journal
+from contractsdk.bulk._readers import CHUNK_ROWS
 from contractsdk.bulk._records import PreparedRow
 from contractsdk.testing import json_response
 from tests._bulkkit import TEAM, TEMPLATE, USER, FaultyService, client_for, rows
@@ -78,6 +79,13 @@ async def test_invalid_rows_are_never_sent(tmp_path: Path) -> None:
     assert "did you mean 'contract_rentFrequency'?" in invalid[9].reasons[0]
 
 
+class FewAtATime(IterableSource):
+    """An iterable handed to the job 4 rows at a time (the default is ``CHUNK_ROWS``)."""
+
+    def chunks(self, size: int = CHUNK_ROWS) -> AsyncGenerator[list[SourceRow], None]:
+        return super().chunks(4)
+
+
 async def test_outcomes_stream_before_the_input_ends() -> None:
     """The first outcomes arrive while the source is still being read (nothing is held)."""
     service = FaultyService()
@@ -85,22 +93,22 @@ async def test_outcomes_stream_before_the_input_ends() -> None:
     read_after_first: list[int] = []
 
     async def source() -> AsyncIterator[dict[str, str]]:
-        for index, row in enumerate(rows(600)):
-            if index == 300:
+        for index, row in enumerate(rows(40)):
+            if index == 20:
                 # Only continue once an outcome has been seen: the job must not wait for
-                # the whole input before answering.
+                # the whole input (or more than its queues hold) before answering.
                 await asyncio.wait_for(first_outcome.wait(), LIMIT)
                 read_after_first.append(index)
             yield row
 
     async with client_for(service) as client:
-        job = job_for(client, source(), concurrency=4)
+        job = job_for(client, FewAtATime(source()), concurrency=4)
         seen = 0
         async for _outcome in job.run():
             seen += 1
             first_outcome.set()
-    assert seen == 600
-    assert read_after_first == [300]
+    assert seen == 40
+    assert read_after_first == [20]
 
 
 async def test_summary_counts_and_a_second_run_skips_done_rows(tmp_path: Path) -> None:
@@ -126,11 +134,11 @@ async def test_summary_counts_and_a_second_run_skips_done_rows(tmp_path: Path) -
 
 async def test_concurrency_bound_is_respected() -> None:
     """No more requests are in flight than ``concurrency``, and the bound is used."""
-    service = FaultyService(delay=0.02)
+    service = FaultyService(delay=0.01)
     async with client_for(service) as client:
-        await collect(job_for(client, list(rows(40)), concurrency=3))
+        await collect(job_for(client, list(rows(12)), concurrency=3))
     assert service.max_in_flight == 3
-    assert len(service.contracts) == 40
+    assert len(service.contracts) == 12
 
 
 async def test_lost_answers_are_reconciled_not_created_again(tmp_path: Path) -> None:

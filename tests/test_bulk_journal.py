@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import subprocess
-import sys
-import textwrap
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -17,9 +14,9 @@ from contractsdk.bulk import JournalError
 from contractsdk.bulk._journal import Journal
 from contractsdk.bulk._records import PreparedRow
 from contractsdk.bulk._writer import AsyncJournal
+from tests._bulkprocess import Child, crash_mid_transaction
 
 IDENTITY = {"team_id": 70, "template_id": 149, "created_by": 7}
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def prepared(
@@ -260,34 +257,10 @@ def test_fail_unsent_ends_rows_found_not_created(journal: Journal) -> None:
     assert "outcome was unknown" in (record.error or "")
 
 
-CRASH = textwrap.dedent(
-    """
-    import os, sys
-    sys.path.insert(0, {root!r})
-    from contractsdk.bulk._journal import Journal
-    from contractsdk.bulk._records import PreparedRow
-    journal = Journal.connect({path!r})
-    journal.claim("job-a", {{}}, "0.1.0")
-    run = journal.begin_run("create", None)
-    row = PreparedRow(number=1, line=2, key="ref:A", key_label="key 'A'", digest="d",
-                      name="A", team_id=70, template_id=149, values={{"contract_name": "A"}})
-    journal.db.execute("BEGIN IMMEDIATE")
-    journal.register(run, [row])
-    journal.mark_sending("ref:A")
-    journal.db.execute("COMMIT")
-    journal.db.execute("BEGIN IMMEDIATE")
-    journal.mark_created("ref:A", 900, run)      # the answer arrived, but the process dies
-    os._exit(9)                                  # before this transaction commits
-    """
-)
-
-
 def test_a_crash_keeps_the_last_committed_state(tmp_path: Path) -> None:
     """Killed mid-transaction, the journal holds the committed "sending" and nothing else."""
     path = tmp_path / "crash.db"
-    script = CRASH.format(root=str(ROOT), path=str(path))
-    done = subprocess.run([sys.executable, "-c", script], timeout=60, check=False)
-    assert done.returncode == 9
+    assert Child(crash_mid_transaction, str(path)).wait(60) == 9
     journal = Journal.connect(path)
     try:
         assert journal.db.execute("PRAGMA integrity_check").fetchone() == ("ok",)

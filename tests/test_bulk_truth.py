@@ -205,7 +205,7 @@ async def test_a_dry_run_estimates_from_the_rate_the_limiter_would_use() -> None
         api_key=API_KEY,
         base_url="http://127.0.0.1:9",
         transport=MockTransport(service),
-        rate_limits=RateLimits(),
+        rate_limits=RateLimits(read=1000),  # reads unpaced; the write rate is unknown
         retries=None,
     ) as client:
         assert client.environment.write_rate is None
@@ -216,7 +216,8 @@ async def test_a_dry_run_estimates_from_the_rate_the_limiter_would_use() -> None
 
 async def test_a_configured_rate_comes_first() -> None:
     """The client's own write limit is what the run is paced at."""
-    async with client_for(FaultyService(), rate_limits=RateLimits(write=5)) as client:
+    limits = RateLimits(read=1000, write=5)  # reads unpaced: the plan reads first
+    async with client_for(FaultyService(), rate_limits=limits) as client:
         plan = await job_for(client, list(rows(11))).plan()
     assert (plan.write_rate, plan.rate_source, plan.estimated_seconds) == (5.0, "configured", 2.0)
 
