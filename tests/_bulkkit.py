@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from contractsdk import ContractClient, ReadError, Request, Response, Retries
 from contractsdk._converter import structure_list
-from contractsdk.bulk import BulkJob, BulkParty, RowOutcome
+from contractsdk.bulk import BulkJob, BulkParty, JournalError, RowOutcome
 from contractsdk.bulk._journal import Journal
 from contractsdk.models import Term
 from contractsdk.sandbox import FaultRule, SandboxServer
@@ -201,7 +202,7 @@ def created_in(path: Path) -> int:
         return 0
     try:
         return journal_counts(path)["created"]
-    except Exception:  # the file is being created beside us
+    except (JournalError, sqlite3.Error):  # the file is being created beside us
         return 0
 
 
