@@ -152,18 +152,13 @@ class _XdistDocuments:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On an xdist worker, tests marked slow, then e2e, come first (the same on every worker).
+    """On an xdist worker, the tests marked e2e come first (the same on every worker).
 
     A long test handed out last would keep one worker busy while the others idle.
     """
     if not hasattr(config, "workerinput"):
         return  # a serial run keeps the files' order
-    items.sort(
-        key=lambda item: (
-            item.get_closest_marker("slow") is None,
-            item.get_closest_marker("e2e") is None,
-        )
-    )
+    items.sort(key=lambda item: item.get_closest_marker("e2e") is None)
 
 
 def _scheduling(config: pytest.Config, log: Any) -> Any:
