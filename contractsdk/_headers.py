@@ -228,9 +228,12 @@ _RATE_LIMIT_HEADERS: Final = frozenset(
 )
 
 
-#: The headers that tell something on their own: a reset is read only beside its
-#: remaining count, so ``RateLimit-Reset`` and ``X-RateLimit-Reset`` alone say nothing.
-_RATE_LIMIT_PROBE: Final = _RATE_LIMIT_HEADERS - {"ratelimit-reset", "x-ratelimit-reset"}
+#: The headers that tell something on their own (a reset is read only beside its
+#: remaining count, so ``RateLimit-Reset`` and ``X-RateLimit-Reset`` alone say nothing).
+#: A tuple: Headers.has_any looks each up, and iterates a tuple fastest.
+_RATE_LIMIT_PROBE: Final = tuple(
+    sorted(_RATE_LIMIT_HEADERS - {"ratelimit-reset", "x-ratelimit-reset"})
+)
 
 
 def has_rate_limit_headers(headers: Mapping[str, str]) -> bool:
@@ -240,7 +243,7 @@ def has_rate_limit_headers(headers: Mapping[str, str]) -> bool:
     """
     if type(headers) is Headers or isinstance(headers, Headers):  # exact type: every answer
         return headers.has_any(_RATE_LIMIT_PROBE)
-    return not _RATE_LIMIT_PROBE.isdisjoint(map(str.lower, headers))
+    return any(name.lower() in _RATE_LIMIT_PROBE for name in headers)
 
 
 def parse_rate_limit_headers(headers: Mapping[str, str], *, now: float) -> RateLimitHints:

@@ -160,7 +160,9 @@ class Sender:
         if self._closed or self._root._closed:
             raise ConfigurationError("this client is closed; make a new one")
         request = self._build(method, path, body, accept=accept, idempotency_key=idempotency_key)
-        call = Call(request, trust_key=trust_key)
+        # A keyword argument costs an attrs __init__ half as much again: only when it is not
+        # the default.
+        call = Call(request) if trust_key else Call(request, trust_key=False)
         retrier = self._retrier
         if retrier is None:
             call.attempts = 1

@@ -45,6 +45,10 @@ class AsyncTransport(Protocol):
         ...
 
 
+#: Every response's headers are wrapped by this (bound once, not per response).
+_lazy_headers = Headers.lazy
+
+
 class AiohttpTransport:
     """The default transport: one pooled :class:`aiohttp.ClientSession` per client.
 
@@ -127,7 +131,7 @@ class AiohttpTransport:
                 allow_redirects=False,
             ) as raw:
                 content = await raw.read()
-                return Response._make(raw.status, Headers.lazy(raw.headers), content, request)
+                return Response._make(raw.status, _lazy_headers(raw.headers), content, request)
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             raise _translate(exc, request) from exc
         except RuntimeError as exc:
