@@ -223,9 +223,11 @@ class Sender:
             self._bearer = f"Bearer {token}"
             self._secrets.add_token(token)
         response = await self._exchange(call, token)
-        if response.status_code == 401 and await self._auth.invalidate(token):
+        status = response.status_code
+        if status == 401 and await self._auth.invalidate(token):
             response = await self._exchange(call, await self._auth.token())
-        if not response.is_success:
+            status = response.status_code
+        if not 200 <= status < 300:  # Response.is_success, without a property call
             raise error_from_response(response, now=self._wall_clock())
         return response
 

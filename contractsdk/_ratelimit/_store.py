@@ -244,6 +244,7 @@ class _Bucket:
         "last_grant",
         "meter",
         "paused_until",
+        "schedule",
         "seen",
         "tat",
         "tau",
@@ -257,6 +258,7 @@ class _Bucket:
         self.tat = now
         self.tau = 0.0  # the tolerance tat was last moved with
         self.interval = 0.0  # the interval tat was last moved with
+        self.schedule: Schedule | None = None  # the schedule it was last moved by
         self.paused_until = -math.inf
         self.last_grant = now
         self.busy = 0.0
@@ -286,8 +288,9 @@ class _Bucket:
         interval = schedule.interval
         if interval:
             tau = schedule.tau
-            if interval != self.interval or tau != self.tau:
+            if schedule is not self.schedule:  # a new rate or tolerance since the last
                 _rebase(self, schedule, interval, now)
+                self.schedule = schedule
             tat = self.tat
             if now - self.last_grant > schedule.idle_after:  # idle: refill only to the burst
                 refilled = now + schedule.refill_lead
@@ -306,8 +309,8 @@ class _Bucket:
             if wait > most:
                 return wait
         self.last_grant = now + wait
-        meter = self.meter  # Meter.add(), inlined
-        if not meter.start <= busy < meter.until:
+        meter = self.meter  # Meter.add(), inlined (the busy clock here never goes back)
+        if busy >= meter.until:
             meter._roll(busy)
         meter.current += 1
         return wait
