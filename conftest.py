@@ -45,7 +45,9 @@ class _ThreadedSandbox:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self.server = SandboxServer(read_rate=None, write_rate=None)
+        # Limits far above what the examples send, stated in rate headers: a client learns
+        # them from its first answer instead of starting slowly (as with no headers at all).
+        self.server = SandboxServer(read_rate=1000.0, write_rate=1000.0, burst=100.0)
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self._thread.start()
         self._call(self.server.start())
