@@ -48,9 +48,10 @@ class Grant:
         epoch: The learning epoch it was granted in (a 429 for it is fresh when the
             bucket is still in this epoch).
         waited: Seconds it spent waiting.
-        overloads: The 429s in a row this process's bucket had counted when it was
-            granted. A 429 for a request granted before the last 429 was answered is an
-            echo of that one, not one more in a row; -1 (a grant made by hand) is an echo.
+        overloads: The 429s this process's bucket had counted as fresh (not echoes) when
+            it was granted. A 429 for a request granted before the last 429 was answered
+            is an echo of that one, not one more in a row; -1 (a grant made by hand)
+            echoes.
     """
 
     __slots__ = ("bucket", "epoch", "overloads", "waited")
@@ -197,15 +198,13 @@ class _Queue:
         self.epoch_start = start
         self._shared_grant = None
 
-    def overloaded(self, grant: Grant) -> bool:
-        """Count a 429 for ``grant``; return whether it was one more in a row (not an echo)."""
+    def overloaded(self, grant: Grant) -> None:
+        """Count a 429 for ``grant``: one more in a row, unless it echoes the last one."""
         self.throttles += 1
-        if grant.overloads != self.overloads:
-            return False
-        self.streak += 1
-        self.overloads += 1  # every grant out now answers an overload already counted
-        self._shared_grant = None
-        return True
+        if grant.overloads == self.overloads:  # granted after the last 429 was answered
+            self.streak += 1
+            self.overloads += 1  # every grant out now answers an overload already counted
+            self._shared_grant = None
 
     async def acquire(self, timeout: float | None) -> Grant:
         grant = self.try_now()
