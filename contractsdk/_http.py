@@ -53,7 +53,7 @@ class Headers(Mapping[str, str]):
         pairs = headers.items() if isinstance(headers, dict | Mapping) else headers
         self._dict: dict[str, tuple[str, str]] | None = {k.lower(): (k, v) for k, v in pairs}
         self._source: Mapping[str, str] | None = None
-        # The last copy with_header() kept, and the last pairs pairs_with() made.
+        # The last copy with_header() kept, and the last pairs _pairs_with() made.
         self._added: tuple[str, str, Headers] | None = None
         self._sent: tuple[str, str, tuple[tuple[str, str], ...]] | None = None
 
@@ -139,7 +139,7 @@ class Headers(Mapping[str, str]):
         """Return the ``(name, value)`` pairs with their original spelling (a fast ``items``)."""
         return list(self._items.values())
 
-    def pairs_with(self, name: str, value: str) -> tuple[tuple[str, str], ...]:
+    def _pairs_with(self, name: str, value: str) -> tuple[tuple[str, str], ...]:
         """Return the pairs :meth:`with_header` would hold, without making that copy.
 
         What a transport sends when the client adds its credential: the request (what

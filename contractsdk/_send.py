@@ -248,7 +248,7 @@ class Sender:
         send = self._send_headers
         started = self._clock()
         if send is not None:
-            response = await send(request, request.headers.pairs_with("Authorization", bearer))
+            response = await send(request, request.headers._pairs_with("Authorization", bearer))
         else:
             sent = request.with_header("Authorization", bearer)
             response = await self._transport.handle_async_request(sent)

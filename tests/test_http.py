@@ -46,13 +46,13 @@ class TestHeaders:
         assert dict(headers.without("x")) == {"accept": "b"}
 
     def test_pairs_with_are_the_pairs_of_with_header(self) -> None:
-        """pairs_with gives what with_header's copy holds, in its order, the headers unchanged."""
+        """_pairs_with gives what with_header's copy holds, in its order, the headers unchanged."""
         headers = Headers({"Accept": "a", "X-Key": "1", "User-Agent": "u"})
         for name, value in (("Authorization", "Bearer t"), ("x-key", "2")):
-            pairs = headers.pairs_with(name, value)
+            pairs = headers._pairs_with(name, value)
             assert list(pairs) == headers.with_header(name, value).pairs()
-            assert headers.pairs_with(name, value) is pairs  # kept for the same header
-        assert headers.pairs_with("Authorization", "Bearer u")[-1] == ("Authorization", "Bearer u")
+            assert headers._pairs_with(name, value) is pairs  # kept for the same header
+        assert headers._pairs_with("Authorization", "Bearer u")[-1] == ("Authorization", "Bearer u")
         assert dict(headers) == {"Accept": "a", "X-Key": "1", "User-Agent": "u"}
 
     def test_lazy_headers_read_on_first_use_and_pickle(self) -> None:
