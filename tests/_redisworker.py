@@ -1,24 +1,35 @@
-"""A client process for the multi-process tests: ``python -m tests._redisworker MODE ...``.
+"""Client processes for the multi-process tests, forked from one that imported the SDK once.
 
-Modes (each prints one JSON line on stdout and exits 0):
+``python -m tests._redisworker serve`` imports the SDK and redis (half a second of CPU a
+fresh interpreter spends) and then, for each JSON line ``{"mode": MODE, "args": [...],
+"processes": N}`` on its stdin, forks N children that each run MODE in a process (and
+event loop, and Redis connection) of their own, waits for all of them and prints one JSON
+line ``{"results": [...], "codes": [...]}``: each child's result (None if it failed) and
+exit code, in order. It exits when its stdin closes. Children are forked while the server
+runs no thread and no event loop, so each starts clean.
+
+Modes:
 
 * ``acquire REDIS_URL N RATE BURST [PARTIES]``: take N write grants from a limiter sharing
   its buckets through Redis, once PARTIES workers (default 1) are ready (a barrier in
-  Redis, so a worker slow to start does not run alone); prints
+  Redis, so a worker slow to start does not run alone); returns
   ``{"grants": [wall-clock times]}``.
 * ``token REDIS_URL BASE_URL CLIENT_ID CLIENT_SECRET USER_ID``: one ``users.get`` with OAuth
-  client credentials sharing the token through Redis; prints ``{"ok": true}``.
+  client credentials sharing the token through Redis; returns ``{"ok": true}``.
 
-The secret comes in on the command line only between a test and its own child processes
-on one machine.
+``python -m tests._redisworker MODE ARGS...`` runs one mode in this process and prints its
+result. The secret comes in on stdin or the command line only between a test and its own
+child processes on one machine.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import time
+import traceback
 
 import redis.asyncio as aioredis
 
@@ -78,17 +89,60 @@ async def token(
     return {"ok": True}
 
 
-def main(argv: list[str]) -> int:
-    mode, *args = argv
+def run(mode: str, args: list[str]) -> dict[str, object]:
+    """Run one mode in this process and return its result."""
     if mode == "acquire":
         parties = int(args[4]) if len(args) > 4 else 1
-        result = asyncio.run(acquire(args[0], int(args[1]), float(args[2]), int(args[3]), parties))
-    elif mode == "token":
-        result = asyncio.run(token(args[0], args[1], args[2], args[3], int(args[4])))
-    else:
-        print(f"unknown mode {mode!r}", file=sys.stderr)  # noqa: T201  # a test helper's CLI
-        return 2
-    print(json.dumps(result))  # noqa: T201  # the result goes to the parent test
+        return asyncio.run(acquire(args[0], int(args[1]), float(args[2]), int(args[3]), parties))
+    if mode == "token":
+        return asyncio.run(token(args[0], args[1], args[2], args[3], int(args[4])))
+    raise ValueError(f"unknown mode {mode!r}")
+
+
+def _fork(mode: str, args: list[str]) -> tuple[int, int]:
+    """Fork a child that runs ``mode`` and writes its JSON result to a pipe; (pid, fd)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the server's loop
+        code = 0
+        try:
+            os.close(read)
+            os.write(write, json.dumps(run(mode, args)).encode())
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write)
+    return pid, read
+
+
+def _collect(pid: int, read: int) -> tuple[object, int]:
+    chunks = []
+    while chunk := os.read(read, 65536):
+        chunks.append(chunk)
+    os.close(read)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    return (json.loads(b"".join(chunks)) if code == 0 else None), code
+
+
+def serve() -> int:
+    """Fork the children each line on stdin asks for; print their results, one line each."""
+    for line in sys.stdin:
+        job = json.loads(line)
+        children = [_fork(job["mode"], job["args"]) for _ in range(job["processes"])]
+        results, codes = zip(*(_collect(pid, read) for pid, read in children), strict=True)
+        answer = json.dumps({"results": results, "codes": codes})
+        print(answer, flush=True)  # noqa: T201  # to the parent test
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    mode, *args = argv
+    if mode == "serve":
+        return serve()
+    print(json.dumps(run(mode, args)))  # noqa: T201  # the result goes to the parent test
     return 0
 
 
