@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from contractsdk import ContractClient, RateLimits
+from contractsdk import ContractClient, RateLimits, Request, Response
 from contractsdk.bulk import BulkJob, BulkSummary, RowOutcome, UnknownColumnsError, example_csv
 from contractsdk.bulk._journal import Journal
 from contractsdk.bulk._rows import suggest_term
@@ -61,43 +61,75 @@ def journal_counts(path: Path) -> dict[str, int]:
         journal.close()
 
 
-async def run_until(job: BulkJob, created: int, then: str) -> list[RowOutcome]:
-    """Iterate the job; after ``created`` rows are created, stop() or abort() it."""
+async def stop_after(job: BulkJob, created: int) -> list[RowOutcome]:
+    """Iterate the job; stop() it when ``created`` rows are created, and read it to its end."""
     seen: list[RowOutcome] = []
 
     async def consume() -> None:
-        outcomes = job.run()
-        async with contextlib.aclosing(outcomes):  # type: ignore[type-var]  # an async generator
-            async for outcome in outcomes:
-                seen.append(outcome)
-                if sum(o.state == "created" for o in seen) != created:
-                    continue
-                if then == "stop":
-                    job.stop()
-                else:
-                    job.abort()
-                    raise asyncio.CancelledError  # as the CLI cancels its task
+        async for outcome in job.run():
+            seen.append(outcome)
+            if sum(o.state == "created" for o in seen) == created:
+                job.stop()
 
-    with pytest.raises(asyncio.CancelledError) if then == "abort" else contextlib.nullcontext():
-        await asyncio.wait_for(consume(), LIMIT)
+    await asyncio.wait_for(consume(), LIMIT)
     return seen
 
 
-def gate_after(service: FaultyService, passed: int) -> asyncio.Event:
-    """Let ``passed`` creates through, then hold every later create until the gate opens."""
-    gate = asyncio.Event()
-    count = {"n": 0}
-    inner = service.__call__
+async def abort_in_flight(job: BulkJob, created: int, gate: Gate) -> None:
+    """Iterate the job; abort it once ``created`` rows are created and a create is held.
 
-    async def handler(request: Any) -> Any:
+    The abort comes from outside the loop that reads the outcomes, as the CLI's second
+    Ctrl-C does: the job keeps sending while it waits, however slow the machine.
+    """
+    enough = asyncio.Event()
+
+    async def consume() -> None:
+        count = 0
+        outcomes = job.run()
+        async with contextlib.aclosing(outcomes):  # type: ignore[type-var]  # an async generator
+            async for outcome in outcomes:
+                count += outcome.state == "created"
+                if count >= created:
+                    enough.set()
+
+    async def both() -> None:
+        await enough.wait()
+        await gate.holding.wait()
+
+    reading, ready = asyncio.create_task(consume()), asyncio.create_task(both())
+    done, _ = await asyncio.wait({reading, ready}, timeout=LIMIT, return_when="FIRST_COMPLETED")
+    assert ready in done, "the job ended or stalled before a create was held"
+    job.abort()
+    reading.cancel()  # as the CLI cancels its task
+    with contextlib.suppress(asyncio.CancelledError):
+        await reading
+
+
+class Gate:
+    """A service in front of another, holding every create after the first ``passed``.
+
+    The held creates go on when :meth:`set` is called.
+
+    :attr:`holding` is set once a create is held: sent, so in flight for the job.
+    """
+
+    def __init__(self, service: FaultyService, passed: int) -> None:
+        self.service = service
+        self.passed = passed
+        self.opened = asyncio.Event()
+        self.holding = asyncio.Event()
+
+    def set(self) -> None:
+        """Let the held creates through, and every later one."""
+        self.opened.set()
+
+    async def __call__(self, request: Request) -> Response:
         if request.method == "POST":
-            count["n"] += 1
-            if count["n"] > passed:
-                await gate.wait()
-        return await inner(request)
-
-    service.__call__ = handler  # type: ignore[method-assign]  # a test double
-    return gate
+            self.passed -= 1
+            if self.passed < 0:
+                self.holding.set()
+                await self.opened.wait()
+        return await self.service(request)
 
 
 async def test_a_finished_run_counts_every_row_once(tmp_path: Path) -> None:
@@ -118,7 +150,7 @@ async def test_a_stopped_run_counts_unsent_and_unread_rows_as_not_sent(tmp_path:
     source = write_csv(tmp_path / "rows.csv", 700)  # more than one chunk of input
     async with client_for(service) as client:
         job = job_for(client, source, journal=tmp_path / "j.db", concurrency=2)
-        await run_until(job, 5, "stop")
+        await stop_after(job, 5)
     summary = job.summary
     assert summary is not None and summary.stopped
     assert summary.rows == in_one_state(summary) == 700
@@ -131,11 +163,11 @@ async def test_a_stopped_run_counts_unsent_and_unread_rows_as_not_sent(tmp_path:
 async def test_an_aborted_run_counts_rows_in_flight_as_unknown(tmp_path: Path) -> None:
     """Abort (second Ctrl-C): the summary agrees with the journal, row for row."""
     service = FaultyService()
-    gate = gate_after(service, 5)
+    gate = Gate(service, 5)
     source = write_csv(tmp_path / "rows.csv", 600)
-    async with client_for(service) as client:
+    async with client_for(gate) as client:
         job = job_for(client, source, journal=tmp_path / "j.db", concurrency=3)
-        await run_until(job, 5, "abort")
+        await abort_in_flight(job, 5, gate)
         gate.set()
     summary = job.summary
     assert summary is not None and summary.stopped
@@ -178,9 +210,9 @@ async def test_a_resumed_run_rates_only_the_rows_it_sent(tmp_path: Path) -> None
 async def test_progress_stops_its_clock_when_the_job_stops(tmp_path: Path) -> None:
     """After stop(), elapsed no longer grows and there is no ETA."""
     service = FaultyService()
-    gate = gate_after(service, 2)
+    gate = Gate(service, 2)
     seen: list[RowOutcome] = []
-    async with client_for(service) as client:
+    async with client_for(gate) as client:
         job = job_for(client, list(rows(20)), concurrency=2)
 
         async def consume() -> None:
