@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 import attrs
 import pytest
@@ -303,63 +304,86 @@ def test_step_is_total(status: int, phase: str) -> None:
 # --------------------------------------------------------------------------------------
 # Properties: any sequence of answers keeps the invariants (Hypothesis)
 
-hints_strategy = st.builds(
-    RateLimitHints,
-    retry_after=st.none() | st.floats(0, 1e15),
-    limit=st.none() | st.floats(0, 1e9),
-    window=st.none() | st.floats(0, 1e7),
-    remaining=st.none() | st.floats(0, 1e9),
-    reset=st.none() | st.floats(0, 1e15),
-)
-observation_strategy = st.builds(
-    Observation,
-    status=st.sampled_from([200, 201, 204, 400, 404, 429, 429, 429, 500, 503]),
-    hints=hints_strategy,
-    fresh=st.booleans(),
-    sent=st.floats(0, 1e6),
-    answered=st.integers(0, 10_000),
-    admitted=st.integers(0, 10_000),
-    scale=st.floats(1, 64),
-    epoch_age=st.floats(0, 1e4),
-    hint=st.none() | st.floats(1e-3, 1e6),
-    backlogged=st.booleans(),
-)
+
+def _span(rng: random.Random, low: float, high: float) -> float:
+    """Either end, just above the low end, or anywhere on a log scale.
+
+    The policy changes behaviour at small values (a rate near MIN_RATE, a hint of a few
+    per second, a second of busy time), which values drawn evenly from [0, 1e9] never hit.
+    """
+    pick = rng.random()
+    if pick < 0.1:
+        return low
+    if pick < 0.2:
+        return high
+    if pick < 0.4:
+        return rng.uniform(low, min(high, low + 1))
+    value = math.exp(rng.uniform(math.log(max(low, 1e-6)), math.log(high)))
+    return min(high, max(low, value))
 
 
-@given(
-    ceiling=st.none() | st.floats(0.01, 1e5),
-    adaptive=st.booleans(),
-    steps=st.lists(st.tuples(observation_strategy, st.floats(0, 10)), max_size=60),
-)
-@settings(max_examples=300, deadline=None)
-def test_any_sequence_of_answers_keeps_the_invariants(
-    ceiling: float | None, adaptive: bool, steps: list[tuple[Observation, float]]
-) -> None:
-    """Rate within [MIN_RATE, ceiling x PACING] (or None), pause within [0, max_pause]."""
+def _maybe(rng: random.Random, low: float, high: float) -> float | None:
+    return None if rng.random() < 0.5 else _span(rng, low, high)
+
+
+def _observation(rng: random.Random) -> Observation:
+    answered = int(_span(rng, 0, 10_000))
+    return Observation(
+        status=rng.choice([200, 201, 204, 400, 404, 429, 429, 429, 500, 503]),
+        hints=RateLimitHints(
+            retry_after=_maybe(rng, 0, 1e15),
+            limit=_maybe(rng, 0, 1e9),
+            window=_maybe(rng, 0, 1e7),
+            remaining=_maybe(rng, 0, 1e9),
+            reset=_maybe(rng, 0, 1e15),
+        ),
+        fresh=rng.random() < 0.5,
+        sent=_span(rng, 0, 1e6),
+        answered=answered,
+        admitted=min(answered, int(_span(rng, 0, 10_000))),
+        scale=_span(rng, 1, 64),
+        epoch_age=_span(rng, 0, 1e4),
+        hint=_maybe(rng, 1e-3, 1e6),
+        backlogged=rng.random() < 0.5,
+    )
+
+
+@given(seed=st.integers(0, 2**64 - 1))
+@settings(max_examples=200, deadline=None)
+def test_any_sequence_of_answers_keeps_the_invariants(seed: int) -> None:
+    """Rate within [MIN_RATE, ceiling x PACING] (or None), pause within [0, max_pause].
+
+    Hypothesis draws a seed (replayed from its database, fixed under CI); the sequence of
+    up to 60 answers is drawn from it in plain Python, a hundred times cheaper than drawn
+    field by field, with values aimed at the ends and the small numbers where the policy
+    turns. A step that breaks an invariant fails with the seed and the step's index.
+    """
+    rng = random.Random(seed)
+    ceiling = None if rng.random() < 0.3 else _span(rng, 0.01, 1e5)
+    adaptive = rng.random() < 0.5
     now = 0.0
     control = initial(ceiling, adaptive=adaptive, now=now)
-    for observation, elapsed in steps:
-        now += elapsed
-        observation = attrs.evolve(
-            observation, admitted=min(observation.admitted, observation.answered)
-        )
+    for index in range(rng.randint(0, 60)):
+        observation = _observation(rng)
+        now += _span(rng, 0, 10)
         epoch = control.epoch
         decision = step(
             control, observation, now, ceiling=ceiling, adaptive=adaptive, max_pause=MAX_PAUSE
         )
-        assert 0.0 <= decision.pause <= MAX_PAUSE
+        where = f"step {index}: {observation} after {control}"
+        assert 0.0 <= decision.pause <= MAX_PAUSE, where
         control = decision.control
-        assert control.epoch in (epoch, epoch + 1)
+        assert control.epoch in (epoch, epoch + 1), where
         if control.epoch != epoch:
-            assert observation.throttled and observation.fresh
+            assert observation.throttled and observation.fresh, where
         rate = control.rate
         if ceiling is None and not adaptive:
-            assert rate is None
+            assert rate is None, where
             continue
-        assert rate is not None and math.isfinite(rate)
+        assert rate is not None and math.isfinite(rate), where
         if ceiling is not None:
-            assert rate <= ceiling * PACING * (1 + 1e-9)
-        assert rate >= min(MIN_RATE, ceiling * PACING if ceiling else MIN_RATE) * (1 - 1e-9)
+            assert rate <= ceiling * PACING * (1 + 1e-9), where
+        assert rate >= min(MIN_RATE, ceiling * PACING if ceiling else MIN_RATE) * (1 - 1e-9), where
 
 
 def test_a_fleet_counts_its_answers_together() -> None:
