@@ -68,23 +68,31 @@ class FakeClock:
     async def advance(self, seconds: float | None = None) -> None:
         """Move time to the next deadline (or by ``seconds``) and wake who is due."""
         await self.settle()
-        while self._sleepers and self._sleepers[0][2].done():
-            heapq.heappop(self._sleepers)
+        self._move(seconds)
+        await self.settle()
+
+    def _move(self, seconds: float | None) -> None:
+        """Move time to the next deadline (or by ``seconds``); resolve the due sleepers."""
+        sleepers = self._sleepers
+        while sleepers and sleepers[0][2].done():
+            heapq.heappop(sleepers)
         if seconds is None:
-            if not self._sleepers:
+            if not sleepers:
                 raise DeadlockError("nothing is sleeping: advancing time would change nothing")
-            target = self._sleepers[0][0]
+            target = sleepers[0][0]
         else:
             target = self.now + seconds
         self.now = max(self.now, target)
-        while self._sleepers and self._sleepers[0][0] <= self.now:
-            _, _, future = heapq.heappop(self._sleepers)
+        while sleepers and sleepers[0][0] <= self.now:
+            _, _, future = heapq.heappop(sleepers)
             if not future.done():
                 future.set_result(None)
-        await self.settle()
 
     async def run(self, awaitable: Awaitable[T], *, limit: float = 1e6) -> T:
-        """Await ``awaitable`` in a task, advancing time whenever everything is blocked."""
+        """Await ``awaitable`` in a task, advancing time whenever everything is blocked.
+
+        One settle per step of time: the tasks woken run in the loop's next pass.
+        """
         task = asyncio.ensure_future(awaitable)
         start = self.now
         while True:
@@ -95,7 +103,7 @@ class FakeClock:
                 task.cancel()
                 raise AssertionError(f"still running after {limit} fake seconds")
             try:
-                await self.advance()
+                self._move(None)
             except DeadlockError:
                 task.cancel()
                 raise
