@@ -251,11 +251,11 @@ def _outcome(read: Callable[[Any, Any], object], data: object, cls: type[Any]) -
     return model, getattr(model, "raw", None)
 
 
-#: cattrs's generated hooks, made once (3 ms a converter, 400 examples).
+#: cattrs's generated hooks, made once (3 ms a converter, 200 examples).
 _generated = _make_converter(detailed=False)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(_contract_bodies | _scalars | st.lists(_scalars, max_size=2))
 def test_contract_hooks_by_hand_match_cattrs(body: Any) -> None:
     """The hand-written contract hook reads any body exactly as cattrs's generated one."""
