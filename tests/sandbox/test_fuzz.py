@@ -32,7 +32,10 @@ from contractsdk.sandbox._catalog import Term
 
 from ._helpers import raw_request
 
-SEEDS = (1, 2, 3)
+#: Each seed runs once, in one of the two ways hrefs are made (from the base URL, or from
+#: each request's Host): a seed run both ways sends the same requests twice, and covers
+#: the same lines of the emulator but the few that build an href.
+SEEDS = ((1, False), (2, True), (3, False))
 REQUESTS_PER_SEED = 300
 RAW_SHARE = 0.2
 # A guard against a hang, never a timing assertion: loopback answers in milliseconds.
@@ -556,8 +559,11 @@ def _compress_some(fuzzer: _Fuzzer, body: bytes | None, headers: dict[str, str])
     return body
 
 
-@pytest.mark.parametrize("hrefs_from_host", [False, True], ids=["base-url", "hrefs-from-host"])
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize(
+    ("seed", "hrefs_from_host"),
+    SEEDS,
+    ids=[f"{seed}-{'hrefs-from-host' if host else 'base-url'}" for seed, host in SEEDS],
+)
 async def test_random_bad_requests_never_get_a_5xx(
     server: SandboxServer, session: aiohttp.ClientSession, seed: int, hrefs_from_host: bool
 ) -> None:
