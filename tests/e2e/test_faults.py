@@ -93,22 +93,22 @@ async def test_unknown_limit_is_learnt_without_failures(sandbox_server: SandboxS
     assert stats.retries == refused  # every 429 was retried away, none reached the caller
 
 
-@pytest.mark.parametrize("sandbox_options", [{"write_rate": 20.0, "burst": 3, "read_rate": None}])
+@pytest.mark.parametrize("sandbox_options", [{"write_rate": 60.0, "burst": 7, "read_rate": None}])
 async def test_configured_limit_paces_without_429(sandbox_server: SandboxServer) -> None:
-    """With the server's write limit configured, 8 concurrent creates meet no 429.
+    """With the server's write limit configured, 12 concurrent creates meet no 429.
 
-    The server holds a burst of 3 so that a request delayed on a loaded machine (by up to
-    two intervals, 100 ms) does not turn the next one, sent on time, into a 429; unpaced,
-    5 of the 8 would be refused.
+    The server holds a burst of 7 so that a request delayed on a loaded machine (by up to
+    six intervals, 100 ms) does not turn the next one, sent on time, into a 429; unpaced,
+    5 of the 12 would be refused.
     """
     async with client_for(
-        sandbox_server, rate_limits=RateLimits(write=20.0, burst=1), retries=None
+        sandbox_server, rate_limits=RateLimits(write=60.0, burst=1), retries=None
     ) as client:
         user = sandbox_server.users[0].id
-        await asyncio.gather(*(client.teams.create(user, name=f"p{n}") for n in range(8)))
+        await asyncio.gather(*(client.teams.create(user, name=f"p{n}") for n in range(12)))
         assert client.stats.throttled == 0
         assert client.rate_limits is not None
-        assert client.rate_limits.write.granted == 8
+        assert client.rate_limits.write.granted == 12
     assert sandbox_server.counters()["rate_limited"] == 0
 
 
@@ -185,9 +185,11 @@ async def test_lost_response_is_not_duplicated(sandbox_server: SandboxServer) ->
 
 async def test_latency_beyond_the_timeout(sandbox_server: SandboxServer) -> None:
     """An answer slower than the client's timeout is a ReadTimeoutError."""
-    # The server finishes the slow answer before it closes: 0.5 s keeps that wait short.
-    sandbox_server.set_faults([FaultRule(route="GET /v1/users/*", latency=0.5)])
-    async with client_for(sandbox_server, retries=None, timeout=0.2) as client:
+    # The server finishes the slow answer before it closes: 0.3 s keeps that wait short,
+    # and is still 0.2 s after the client gives up (a loaded machine's event loop may
+    # run late, but not that late).
+    sandbox_server.set_faults([FaultRule(route="GET /v1/users/*", latency=0.3)])
+    async with client_for(sandbox_server, retries=None, timeout=0.1) as client:
         with pytest.raises(ReadTimeoutError):
             await client.users.get(sandbox_server.users[0].id)
 

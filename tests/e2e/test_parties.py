@@ -577,16 +577,20 @@ async def test_signature_limits_agree(
 # --- rate limits and retries ---------------------------------------------------------------
 
 
-LIMITED = {"write_rate": 20.0, "burst": 2, "read_rate": None}
+#: Users created at once, then as many collaborators at once: each burst is twice the
+#: emulator's bucket.
+BURST = 4
 
 
 @pytest.mark.parametrize(
     ("sandbox_options", "paced"),
     [
-        # No rate headers: the limiter learns the limit from 429s, which are retried away.
-        ({**LIMITED, "rate_headers": False}, False),
-        # Headers on: the client's limiter learns the limit and paces; retries are off.
-        ({**LIMITED, "rate_headers": True}, True),
+        # No rate headers, and a limit told to the client three times too high: the
+        # limiter learns the real one from 429s, which are retried away.
+        ({"write_rate": 50.0, "burst": 2, "read_rate": None, "rate_headers": False}, False),
+        # Headers on, the limit unknown to the client: its limiter learns it from them
+        # and paces; retries are off.
+        ({"write_rate": 30.0, "burst": 2, "read_rate": None, "rate_headers": True}, True),
     ],
     ids=["retried", "paced"],
 )
@@ -597,13 +601,14 @@ async def test_burst_of_creates_meets_the_write_limit(
 
     No 429 reaches the caller: either the SDK retries it and slows down (``retried``) or
     its limiter, learning the limit from the emulator's headers, never provokes one
-    (``paced``, retries off). Each create happens once.
+    (``paced``, retries off). Each create happens once. (A limit unknown to the client and
+    learnt from 429s alone: ``test_unknown_limit_is_learnt_without_failures``.)
     """
     owner = sandbox_server.users[0]
     async with ContractClient(
         api_key=sandbox_server.api_key,
         base_url=sandbox_server.url,
-        rate_limits=RateLimits(),  # the limit is unknown to the client
+        rate_limits=RateLimits() if paced else RateLimits(write=150.0),
         retries=None if paced else Retries(attempts=10, wait_initial=0.05, wait_max=1.0),
     ) as client:
         template = await template_of(client, owner.personal_team_id, NDA)
@@ -617,7 +622,7 @@ async def test_burst_of_creates_meets_the_write_limit(
                 client.users.create(
                     email=f"burst{n}@example.org", first_name="Burst", last_name=f"No{n}"
                 )
-                for n in range(6)
+                for n in range(BURST)
             )
         )
 
@@ -631,16 +636,16 @@ async def test_burst_of_creates_meets_the_write_limit(
         listed = await client.collaborators.list(contract_id)
         stats = client.stats
     assert {c.id for c in listed} == {c.id for c in added}
-    assert len(listed) == 6 and len({c.user_id for c in listed}) == 6
+    assert len(listed) == BURST and len({c.user_id for c in listed}) == BURST
     seen = counters(sandbox_server)
-    assert seen["by_status"].get("201") == 1 + 6 + 6
+    assert seen["by_status"].get("201") == 1 + BURST + BURST
     assert stats.responses.get(429, 0) == seen["rate_limited"]
     if paced:
         assert seen["rate_limited"] == 0
-        assert client.rate_limits is not None and client.rate_limits.write.server_limit == 20.0
+        assert client.rate_limits is not None and client.rate_limits.write.server_limit == 30.0
     else:
-        # Concurrent writes against a bucket of 2, before the limit was learnt: the
-        # emulator refused some, and every refusal was retried away by the SDK.
+        # Concurrent writes at three times the limit against a bucket of 2: the emulator
+        # refused some, and every refusal was retried away by the SDK.
         assert seen["rate_limited"] >= 1
         assert stats.retries == seen["rate_limited"]
 
