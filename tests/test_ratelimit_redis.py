@@ -131,7 +131,7 @@ async def test_processes_share_one_bucket_in_turn(
     redis_server: RedisServer, workers: Workers
 ) -> None:
     """Three processes sharing a bucket are paced together and served in turn (FIFO)."""
-    count, rate = 8, 60.0
+    count, rate = 8, 100.0
     args = [redis_server.url, str(count), str(rate), "1", "3"]  # 3: start together
     outputs = await workers.run("acquire", args, processes=3)
     grants = [output["grants"] for output in outputs]
@@ -172,10 +172,10 @@ async def test_a_pause_holds_every_process(
     first, second = (shared_limiter(redis_server.url, limits) for _ in range(2))
     limiters += [first, second]
     grant = await first.acquire("POST")
-    await first.record(grant, 429, {"retry-after-ms": "200"})
+    await first.record(grant, 429, {"retry-after-ms": "100"})
     start = time.monotonic()
     await asyncio.wait_for(second.acquire("POST"), 10)
-    assert time.monotonic() - start >= 0.18  # its own bucket would grant at once
+    assert time.monotonic() - start >= 0.09  # its own bucket would grant at once
 
 
 async def test_one_overload_lowers_the_shared_rate_once(
@@ -264,8 +264,8 @@ async def test_fallback_paces_at_this_process_share(
     assert first._store.live == 2
     redis_server.kill()
     start = time.monotonic()
-    times = await grant_times(first, 9)
-    assert times[-1] - start >= 8 / 50 * 0.9  # 50/s: its share of 100/s (alone: 8 / 100)
+    times = await grant_times(first, 5)
+    assert times[-1] - start >= 4 / 50 * 0.9  # 50/s: its share of 100/s (alone: 4 / 100)
 
 
 async def test_garbage_in_redis_is_ignored(
