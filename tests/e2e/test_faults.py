@@ -77,7 +77,9 @@ async def test_429_with_and_without_headers(
 async def test_unknown_limit_is_learnt_without_failures(sandbox_server: SandboxServer) -> None:
     """With no limit configured and no headers, 30 concurrent creates all succeed, once each.
 
-    The burst of 2 refuses most of the first wave, so the 429s are met (and learnt from).
+    The client's slow start (20/s, doubling) overshoots the 60/s against a burst of 2, so
+    429s are met (and learnt from); 30 creates take about 0.8 s, the SDK's slow start
+    being the floor, and fewer may finish before the first 429.
     """
     async with client_for(sandbox_server, rate_limits=RateLimits(), retries=FAST) as client:
         user = sandbox_server.users[0].id
