@@ -14,10 +14,9 @@ import pytest
 
 from contractsdk import ContractClient, RateLimits, Request, Response
 from contractsdk.bulk import BulkJob, BulkSummary, RowOutcome, UnknownColumnsError, example_csv
-from contractsdk.bulk._journal import Journal
 from contractsdk.bulk._rows import suggest_term
 from contractsdk.testing import MockTransport
-from tests._bulkkit import TEAM, TEMPLATE, USER, FaultyService, client_for, rows
+from tests._bulkkit import TEAM, TEMPLATE, USER, FaultyService, client_for, journal_counts, rows
 from tests.conftest import API_KEY
 
 LIMIT = 60.0
@@ -51,14 +50,6 @@ def in_one_state(summary: BulkSummary) -> int:
         + summary.unknown
         + summary.pending
     )
-
-
-def journal_counts(path: Path) -> dict[str, int]:
-    journal = Journal.connect(path, readonly=True)
-    try:
-        return journal.counts()
-    finally:
-        journal.close()
 
 
 async def stop_after(job: BulkJob, created: int) -> list[RowOutcome]:
