@@ -42,12 +42,10 @@ import attrs
 
 from contractsdk._headers import (
     _NO_HINTS,
-    _RATE_LIMIT_PROBE,
     RateLimitHints,
     has_rate_limit_headers,
     parse_rate_limit_headers,
 )
-from contractsdk._http import Headers
 
 from . import _control
 from ._control import Control, Observation
@@ -248,11 +246,7 @@ class RateLimiter:
         """
         queue = self._queues[grant.bucket]
         hints = _NO_HINTS
-        if (  # most answers: a lookup per name, no clock read, nothing parsed
-            headers.has_any(_RATE_LIMIT_PROBE)  # the transports' own, without a call more
-            if type(headers) is Headers
-            else has_rate_limit_headers(headers)
-        ):
+        if has_rate_limit_headers(headers):  # most answers: no clock read, nothing parsed
             hints = parse_rate_limit_headers(headers, now=self._wall_clock())
         throttled = status_code == 429
         if grant.epoch == queue.epoch:
