@@ -28,9 +28,11 @@ What it decides, per bucket:
   kind of server (token bucket, GCRA, fixed or sliding window) admits exactly its limit,
   so once an epoch (the time since the last decrease) is old enough to measure, W is the
   rate of admitted answers over it (or over the last busy second, if higher: a rate that
-  only just crossed the limit). Leaving the slow start, W is what the
-  server admitted lately (the rate in use overshot it by as much as the server's burst
-  hid), cut by ``FIRST_BETA``.
+  only just crossed the limit). Leaving the slow start, W is what the server admitted
+  lately (the rate in use overshot it by as much as the server's burst hid; shared, this
+  process's admitted rate times the processes), cut by ``FIRST_BETA``. One cut keeps at
+  least ``MAX_CUT`` of the rate in use, or for a slow start of what it sent: its rate
+  runs ahead of its sends.
 * **The same overload.** A fresh 429 in an epoch too young to measure (``MIN_EPOCH`` busy
   seconds, ``MIN_ANSWERS`` answers) is the overload the last decrease answered, still
   draining (a fixed window refuses everything until it ends): it does not lower the rate
@@ -276,7 +278,12 @@ def _measured_w(rate: float, observation: Observation) -> float | None:
         rate = observation.sent  # the rate was not all used: W is what was sent
     fleet = _fleet_admitted(observation)
     if observation.phase_slow:
-        admitted = max(observation.admitted_rate * observation.scale, fleet)
+        # This process's admitted rate lately, times the processes sharing the bucket:
+        # the fleet's send rate times the share admitted over the epoch counts the whole
+        # slow start's successes, and a doubling rate's 429s only at its very end.
+        admitted = observation.admitted_rate * observation.scale
+        if fleet > 0:
+            admitted = min(admitted, fleet)
         return min(rate, admitted) if admitted > 0 else rate
     if _young(observation) or observation.answered < MIN_ANSWERS:
         # Too young to measure, or too few answers here to stand for a fleet's (one of
@@ -351,7 +358,13 @@ def _decrease(
     measured = _measured_w(rate, attrs.evolve(observation, phase_slow=slow))
     if measured is None:
         return control
-    w_max = max(MIN_RATE, measured, rate * MAX_CUT)
+    used = rate
+    if slow and observation.sent > 0:
+        # A slow start's rate runs ahead of what it sends (it doubles every quarter of a
+        # busy second, while the server's burst hides the overshoot): a cut is held to a
+        # share of what was sent.
+        used = min(rate, max(observation.sent, measured))
+    w_max = max(MIN_RATE, measured, used * MAX_CUT)
     if slow:
         return _leave_slow_start(control, rate, w_max, observation, ceiling, now)
     if young:

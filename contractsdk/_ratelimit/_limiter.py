@@ -57,6 +57,9 @@ __all__ = ["BucketState", "Grant", "RateLimiter", "RateLimiterState"]
 
 #: Through a shared store, a learnt rate is written when it moved by more than this share.
 PUBLISH_STEP = 0.02
+#: Through a shared store, how many times a decrease is decided again on what another
+#: process wrote first (each a compare-and-set).
+_CAS_TRIES = 3
 
 
 @attrs.frozen(kw_only=True)
@@ -342,17 +345,7 @@ class RateLimiter:
             backlogged=queue.backlogged,
             streak=queue.streak if throttled else 0,
         )
-        ceiling = queue.ceiling()
-        if ceiling is not None and (control.rate or 0.0) > ceiling * _control.PACING:
-            control = attrs.evolve(control, rate=ceiling * _control.PACING)
-        decision = _control.step(
-            control,
-            observation,
-            busy,
-            ceiling=ceiling,
-            adaptive=self.limits.adaptive,
-            max_pause=self._max_pause,
-        )
+        decision = self._decide(queue, control, observation, busy)
         new = decision.control
         tokens = decision.tokens
         if not store.synchronous:
@@ -366,16 +359,31 @@ class RateLimiter:
         if new is start and not decision.pause and tokens is None:
             return
         old_schedule = queue.schedule
-        queue.reschedule(new)
-        with contextlib.suppress(Exception):  # invariant 5: the store's failure is not ours
-            await store.update(
-                grant.bucket,
-                new,
-                version,
-                schedule=queue.schedule,
-                pause=decision.pause,
-                tokens=tokens,
-            )
+        for attempt in range(_CAS_TRIES):
+            queue.reschedule(new)
+            replaced = True
+            with contextlib.suppress(Exception):  # invariant 5: the store's failure is not ours
+                replaced = await store.update(
+                    grant.bucket,
+                    new,
+                    version,
+                    schedule=queue.schedule,
+                    pause=decision.pause if attempt == 0 else 0.0,
+                    tokens=tokens,
+                )
+            if replaced or new.epoch == start.epoch:
+                break  # written, or a rise that lost to another process's write: no matter
+            # A decrease lost to another process's write. It is decided again on what that
+            # process wrote, unless that moved the epoch on (this 429 is then an echo of
+            # the overload it answered); lost, it left the fleet's rate where it overloaded
+            # the server (a slow start doubling on).
+            control, version, _ = store.snapshot(grant.bucket)
+            if grant.epoch != control.epoch:
+                new = control
+                queue.reschedule(new)
+                break
+            decision = self._decide(queue, control, observation, busy)
+            new = decision.control
         if new.epoch != queue.epoch:
             # The epoch is measured from the end of its pause: waiting out a Retry-After
             # is not sending at the new rate.
@@ -386,6 +394,22 @@ class RateLimiter:
             and queue.schedule.rate < old_schedule.rate
         ):
             queue._invalidate()
+
+    def _decide(
+        self, queue: _Queue, control: Control, observation: Observation, busy: float
+    ) -> _control.Decision:
+        """One step of the learning policy for ``queue``, held to its ceiling."""
+        ceiling = queue.ceiling()
+        if ceiling is not None and (control.rate or 0.0) > ceiling * _control.PACING:
+            control = attrs.evolve(control, rate=ceiling * _control.PACING)
+        return _control.step(
+            control,
+            observation,
+            busy,
+            ceiling=ceiling,
+            adaptive=self.limits.adaptive,
+            max_pause=self._max_pause,
+        )
 
     @property
     def state(self) -> RateLimiterState:
