@@ -145,6 +145,7 @@ class WorkerResult:
     last: float
     cpu: float
     series: list[int]
+    throttles: list[int]
     rates: list[list[float]]
     phases: list[Phase]
 
@@ -192,6 +193,11 @@ class Fleet:
     def series(self) -> list[int]:
         """Successes of all workers per :data:`STEP` seconds from the start."""
         columns = itertools.zip_longest(*(worker.series for worker in self.workers), fillvalue=0)
+        return [sum(column) for column in columns]
+
+    def throttles(self) -> list[int]:
+        """429s all workers saw per :data:`STEP` seconds from the start (to a sample's 0.1 s)."""
+        columns = itertools.zip_longest(*(w.throttles for w in self.workers), fillvalue=0)
         return [sum(column) for column in columns]
 
     @property
@@ -327,6 +333,11 @@ def _read_json(process: subprocess.Popen[str], log: Any) -> dict[str, Any]:
 def rate_line(series: Sequence[int]) -> str:
     """Counts per :data:`STEP` seconds as whole requests per second, space-separated."""
     return " ".join(f"{count / STEP:.0f}" for count in series)
+
+
+def count_line(counts: Sequence[int]) -> str:
+    """Counts per :data:`STEP` seconds, as they are (429s: each one matters)."""
+    return " ".join(str(count) for count in counts)
 
 
 def settle_time(
@@ -518,14 +529,19 @@ async def _run(spec: WorkerSpec, client: _Client, start_at: float) -> dict[str, 
     cpu = time.process_time()
     errors: Counter[str] = Counter()
     series: Counter[int] = Counter()
+    throttles: Counter[int] = Counter()  # 429s seen per STEP, counted at each sample
     rates: list[list[float]] = []
     phases: list[Phase] = []
     numbers = itertools.count()
 
     async def sample() -> None:
+        seen = client.throttled()
         while True:
-            rate = client.rate()
-            rates.append([time.monotonic() - origin, math.nan if rate is None else rate])
+            rate, now = client.rate(), time.monotonic() - origin
+            rates.append([now, math.nan if rate is None else rate])
+            throttled = client.throttled()
+            throttles[int(now / STEP)] += throttled - seen
+            seen = throttled
             await asyncio.sleep(SAMPLE)
 
     async def busy(seconds: float) -> Phase:
@@ -569,6 +585,7 @@ async def _run(spec: WorkerSpec, client: _Client, start_at: float) -> dict[str, 
         "last": max(phase.last for phase in phases),
         "cpu": time.process_time() - cpu,
         "series": [series[i] for i in range(length)],
+        "throttles": [throttles[i] for i in range(length)],
         "rates": [sample for sample in rates if not math.isnan(sample[1])],
         "phases": [asdict(phase) for phase in phases],
     }

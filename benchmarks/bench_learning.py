@@ -50,6 +50,7 @@ from benchmarks._procs import (
     STEP,
     Measured,
     WorkerSpec,
+    count_line,
     measure,
     rate_line,
     settle_time,
@@ -394,6 +395,7 @@ def run(argv: Sequence[str] = ()) -> None:
         rates = " ".join(f"{rate:.0f}" for rate in _every(outcome.rates))
         print(f"{number:2}. {outcome.case.name} vs {_server_name(outcome.case)}")
         print(f"    ok/s: {rate_line(outcome.series)}")
+        print(f"    429s: {count_line(outcome.result.fleet.throttles())}")
         print(f"    rate: {rates}")
         errors = outcome.result.fleet.errors
         failed = ", ".join(f"{n} ×{c}" for n, c in errors.most_common())

@@ -48,6 +48,7 @@ from benchmarks._procs import (
     Measured,
     RedisServer,
     WorkerSpec,
+    count_line,
     measure,
     rate_line,
     redis_binary,
@@ -187,6 +188,7 @@ def _run_server(
                 f"{result.cpu_note()}" + (f"; errors: {errors}" if errors else "")
             )
             series.append(f"{label}: {rate_line(result.fleet.series())}")
+            series.append(f"{' ' * len(label)}  429s: {count_line(result.fleet.throttles())}")
             legend = f"{row.key}. {row.name}\n    {lines[-1][2]} R, {result.share_429:.1%} 429s"
             panels.setdefault(k, []).append(Line(legend, result.fleet.series()))
     print()
@@ -202,7 +204,7 @@ def _run_server(
     print()
     print("\n".join(notes))
     print()
-    print("Summed successes per second, every 0.5 s from the common start:")
+    print("Summed successes per second, and 429s seen, every 0.5 s from the common start:")
     print("\n".join(f"  {line}" for line in series))
     return [Panel(f"{name}, K = {k} processes", args.rate, rows) for k, rows in panels.items()]
 
