@@ -8,8 +8,8 @@ seconds against a server of ``_servers.py`` limiting its key to R writes/s, or n
   token bucket with ``X-RateLimit-*`` headers (millisecond ``Retry-After``); the same
   without any header; a fixed window of one second (a whole second's quota at once, then
   ``Retry-After`` rounded up to a second), with headers and without; a sliding log (R in
-  any trailing second, with headers); nginx's GCRA re-implemented (bare 429s, no headers
-  at all); nginx itself. ``--kinds`` picks others (IETF ``RateLimit`` headers …).
+  any trailing second), with headers and without; nginx's GCRA re-implemented (bare 429s,
+  no headers at all); nginx itself. ``--kinds`` picks others (IETF ``RateLimit`` headers …).
 * ``RateLimits(write=R, burst=B)`` (told the truth) against each server at R = 100.
 * Idle then busy: busy D1 s, idle 2 s, busy D2 s, told R = 100, B = 20, against a token
   bucket at 100/s, B = 20 (told right), and against one really at 50/s (told wrong).
@@ -77,6 +77,7 @@ DEFAULT_KINDS = (
     "fixed-window/x",
     "fixed-window/none",
     "sliding-log/x",
+    "sliding-log/none",
     "gcra/bare",
     "nginx",
 )
