@@ -23,6 +23,7 @@ import asyncio
 import inspect
 import os
 import shutil
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -138,7 +139,16 @@ pytest_collect_file = Sybil(
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Under pytest-xdist, schedule each documentation file's examples as one unit."""
+    """Write bytecode as Python does; under xdist, schedule each document as one unit.
+
+    Some images set ``PYTHONDONTWRITEBYTECODE`` (this machine's does). Then every Python
+    the tests start (the xdist workers, the CLI in a terminal, the sandbox module, the
+    forkservers of the bulk and Redis tests) compiled contractsdk from source again, about
+    0.3 s each, and pytest rewrote every test module on every run. Bytecode goes where
+    Python puts it by default, under ``__pycache__/``, which git ignores.
+    """
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.dont_write_bytecode = False
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistDocuments(), "contractsdk-xdist-documents")
 
