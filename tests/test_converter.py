@@ -243,6 +243,50 @@ _contract_bodies = st.dictionaries(
 )
 
 
+# Bodies as the service sends them, with one key sometimes made anything: the generated ones
+# above read successfully only one time in five, and nearly never with fields or links (2
+# and 5 of 600), so a bug in reading those went unseen.
+_ids = st.integers(min_value=0, max_value=2**63 - 1) | st.integers(0, 10**6).map(str)
+_texts = st.sampled_from(["", "x", "Rent", "42", "ß"])
+_dates = st.none() | st.sampled_from(
+    ["2022-06-16T15:16:27.980Z", "2022-06-16 15:16:27+0000", "2022-06-16T15:16:27"]
+)
+_hrefs = st.sampled_from(["https://x/v1/contracts/5", "https://x/v1/c/9", "/v1/contracts/12/"])
+_valid_links = st.lists(
+    st.fixed_dictionaries({"rel": st.sampled_from(["self", "edit", "party"]), "href": _hrefs}),
+    max_size=3,
+) | st.dictionaries(
+    st.sampled_from(["self", "edit"]), st.fixed_dictionaries({"href": _hrefs}), max_size=2
+)
+_valid_fields = st.lists(
+    st.fixed_dictionaries(
+        {"id": _ids, "name": st.none() | _texts},
+        optional={"value": st.none() | _texts | st.integers(-5, 5) | st.floats(-1e3, 1e3)},
+    ),
+    max_size=4,
+)
+_valid_bodies = st.fixed_dictionaries(
+    {},
+    optional={
+        "id": st.none() | _ids,
+        "contract_name": st.none() | _texts,
+        "created_date": _dates,
+        "purchased_date": _dates,
+        "completedDate": _dates,
+        "fields": _valid_fields,
+        "links": _valid_links,
+        "_links": _valid_links,
+        "other": _scalars,
+    },
+)
+_near_valid_bodies = st.tuples(
+    _valid_bodies,
+    st.sampled_from(["id", "contract_name", "created_date", "fields", "links", "_links"]),
+    _scalars | _field_items | st.lists(_field_items, max_size=2),
+    st.booleans(),
+).map(lambda case: {**case[0], case[1]: case[2]} if case[3] else case[0])
+
+
 def _outcome(read: Callable[[Any, Any], object], data: object, cls: type[Any]) -> object:
     try:
         model = read(data, cls)
@@ -256,7 +300,7 @@ _generated = _make_converter(detailed=False)
 
 
 @settings(max_examples=200, deadline=None)
-@given(_contract_bodies | _scalars | st.lists(_scalars, max_size=2))
+@given(_contract_bodies | _near_valid_bodies | _scalars | st.lists(_scalars, max_size=2))
 def test_contract_hooks_by_hand_match_cattrs(body: Any) -> None:
     """The hand-written contract hook reads any body exactly as cattrs's generated one."""
     generated = _generated
