@@ -486,16 +486,8 @@ def test_a_fleet_leaving_the_slow_start_measures_what_was_admitted_lately() -> N
     processes, is 132/s.
     """
     slow = Control(rate=320.0, phase="slow")
-    seen = Observation(
-        status=429,
-        backlogged=True,
-        sent=210.0,
-        admitted_rate=33.0,
-        answered=31,
-        admitted=30,
-        scale=4.0,
-    )
-    left = decide(slow, seen).control
+    seen = Observation(status=429, backlogged=True, sent=210.0, admitted_rate=33.0, scale=4.0)
+    left = decide(slow, attrs.evolve(seen, answered=31, admitted=30)).control
     assert left.w_max == pytest.approx(132.0)
     assert left.rate == pytest.approx(132.0 * FIRST_BETA)
 
