@@ -10,6 +10,7 @@ import pytest
 
 from contractsdk import ConfigurationError, ContractClient
 from contractsdk.bulk import JournalError
+from contractsdk.bulk._run import Run
 from contractsdk.cli._app import Invocation, parse
 from contractsdk.sandbox import FaultRule, SandboxServer
 from tests._redisserver import RedisServer
@@ -138,6 +139,48 @@ async def test_retry_sends_failed_rows_from_the_journal(
     source.unlink()  # the journal holds what retry needs
     assert await cli(server, "bulk", "retry", str(journal), "-q") == 0
     assert sorted(await names_in(server, 500)) == [f"Flat {i}" for i in range(5)]
+
+
+async def test_round_delay_is_the_wait_before_each_extra_round(
+    server: SandboxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--round-delay` reaches the run, for `bulk create` and `bulk retry` alike.
+
+    The run's pauses are recorded instead of slept: the service fails every create, so each
+    of the extra rounds waits the delay given (3 s when none is).
+    """
+    waits: list[float] = []
+
+    async def record(_: Run, seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr(Run, "pause", record)
+    source = tmp_path / "rows.csv"
+    source.write_text(HEADER + "R1,Flat 1,week,\n")
+    journal = tmp_path / "job.db"
+    server.set_faults([FaultRule("POST /v1/teams/*/contracts", status_503=1.0)])
+    more = ["--key-column", "reference", "--rounds", "2", "--round-delay", "0.25"]
+    assert await cli(server, *create_args(server, source, journal, *more)) == 1
+    assert waits.count(0.25) == 2 and 3.0 not in waits
+    waits.clear()
+    assert await cli(server, "bulk", "retry", str(journal), "-q", "--rounds", "1") == 1
+    assert 3.0 in waits  # the default
+    waits.clear()
+    retry = ["bulk", "retry", str(journal), "-q", "--rounds", "1", "--round-delay", "0"]
+    assert await cli(server, *retry) == 1
+    assert 3.0 not in waits and 0.25 not in waits
+    server.set_faults([])
+    assert await cli(server, "bulk", "retry", str(journal), "-q") == 0
+    assert await names_in(server, 500) == ["Flat 1"]
+
+
+def test_a_negative_round_delay_is_a_usage_error(
+    server: SandboxServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--round-delay -1` is refused when the command line is read (exit 2)."""
+    args = create_args(server, tmp_path / "rows.csv", tmp_path / "j.db", "--round-delay", "-1")
+    assert parse(args) == 2
+    assert "Invalid value for '--round-delay'" in capsys.readouterr().err
 
 
 async def test_bad_input_lines_do_not_cost_good_rows(

@@ -154,6 +154,7 @@ async def _make_job(args: argparse.Namespace, client: Any) -> BulkJob:
         concurrency=args.concurrency,
         require_all=args.require_all,
         rounds=args.rounds,
+        round_delay=args.round_delay,
         parties=parties_from_flags(
             getattr(args, "party", ()) or (),
             getattr(args, "party_user_column", ()) or (),
@@ -235,6 +236,14 @@ def _run_options(handler: F) -> F:
             default=2,
             show_default=True,
             help="Extra tries of retryable rows.",
+        ),
+        click.option(
+            "--round-delay",
+            type=click.FloatRange(min=0),
+            default=3.0,
+            show_default=True,
+            metavar="SECONDS",
+            help="The wait before each extra round (throttled or failing rows).",
         ),
         click.option("--report", metavar="FILE", help="Write one JSON line per row."),
         click.option("-q", "--quiet", is_flag=True, help="No progress display."),
@@ -362,7 +371,11 @@ async def bulk_retry(args: argparse.Namespace) -> int:
     """
     async with _client(args) as client:
         job = await BulkJob.from_journal(
-            client, args.journal, concurrency=args.concurrency, rounds=args.rounds
+            client,
+            args.journal,
+            concurrency=args.concurrency,
+            rounds=args.rounds,
+            round_delay=args.round_delay,
         )
         return await _drive(job, args, retry=True)
 
