@@ -31,8 +31,7 @@ What it decides, per bucket:
   only just crossed the limit). Leaving the slow start, W is what the server admitted
   lately (the rate in use overshot it by as much as the server's burst hid; shared, this
   process's admitted rate times the processes), cut by ``FIRST_BETA``. One cut keeps at
-  least ``MAX_CUT`` of the rate in use, or for a slow start of what it sent: its rate
-  runs ahead of its sends.
+  least ``MAX_CUT`` of the rate in use.
 * **The same overload.** A fresh 429 in an epoch too young to measure (``MIN_EPOCH`` busy
   seconds, ``MIN_ANSWERS`` answers) is the overload the last decrease answered, still
   draining (a fixed window refuses everything until it ends): it does not lower the rate
@@ -358,13 +357,7 @@ def _decrease(
     measured = _measured_w(rate, attrs.evolve(observation, phase_slow=slow))
     if measured is None:
         return control
-    used = rate
-    if slow and observation.sent > 0:
-        # A slow start's rate runs ahead of what it sends (it doubles every quarter of a
-        # busy second, while the server's burst hides the overshoot): a cut is held to a
-        # share of what was sent.
-        used = min(rate, max(observation.sent, measured))
-    w_max = max(MIN_RATE, measured, used * MAX_CUT)
+    w_max = max(MIN_RATE, measured, rate * MAX_CUT)
     if slow:
         return _leave_slow_start(control, rate, w_max, observation, ceiling, now)
     if young:
