@@ -220,30 +220,25 @@ def bulk() -> None:
 JOURNAL = argument("journal", help="The job's journal (FILE.journal.db).")
 
 
+def _at_least(name: str, low: float, default: float, text: str, metavar: str = "N") -> Any:
+    """A numeric option of a run: at least ``low``, its default shown in ``--help``."""
+    kind = click.IntRange(min=int(low)) if type(default) is int else click.FloatRange(min=low)
+    return click.option(
+        name, type=kind, default=default, show_default=True, metavar=metavar, help=text
+    )
+
+
 def _run_options(handler: F) -> F:
     """Add the options of a run (create and retry), after the command's own."""
     options = [
-        click.option(
-            "--concurrency",
-            type=click.IntRange(min=1),
-            default=16,
-            show_default=True,
-            help="Requests in flight.",
-        ),
-        click.option(
-            "--rounds",
-            type=click.IntRange(min=0),
-            default=2,
-            show_default=True,
-            help="Extra tries of retryable rows.",
-        ),
-        click.option(
+        _at_least("--concurrency", 1, 16, "Requests in flight."),
+        _at_least("--rounds", 0, 2, "Extra tries of retryable rows."),
+        _at_least(
             "--round-delay",
-            type=click.FloatRange(min=0),
-            default=3.0,
-            show_default=True,
-            metavar="SECONDS",
-            help="The wait before each extra round (throttled or failing rows).",
+            0,
+            3.0,
+            "The wait before each extra round (throttled or failing rows).",
+            "SECONDS",
         ),
         click.option("--report", metavar="FILE", help="Write one JSON line per row."),
         click.option("-q", "--quiet", is_flag=True, help="No progress display."),
