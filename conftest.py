@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import atexit
+import gc
 import inspect
 import os
 import shutil
@@ -153,6 +155,35 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_XdistDocuments(), "contractsdk-xdist-documents")
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Exempt what collection built (modules, fixtures, test items) from garbage collection.
+
+    It lives until the end and holds no cycle that needs freeing, but every full collection
+    walked it again: about 0.4 s of each worker's run, measured with ``gc.callbacks``.
+    """
+    gc.collect()
+    gc.freeze()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """An xdist worker that has reported everything leaves without tearing its heap down.
+
+    Once its session is over, the worker has sent all its reports and the controller only
+    waits for it to exit; freeing every object and module first took 0.4 to 0.8 s of that
+    wait. Coverage, if it measures the worker, writes its data at exit: then it exits as
+    usual.
+    """
+    if not hasattr(config, "workerinput") or "coverage" in sys.modules:
+        return
+
+    def leave() -> None:  # registered last, run first of the exit handlers
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+    atexit.register(leave)
+
+
 class _XdistDocuments:
     """Makes the scheduler for ``--dist load`` (the default with ``-n``): :func:`_scheduling`."""
 
@@ -187,6 +218,18 @@ def _scheduling(config: pytest.Config, log: Any) -> Any:
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
             return path if path.endswith(".md") else nodeid
+
+        def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
+            # As xdist's, but a finished unit is dropped: xdist counts what a worker has
+            # pending over every unit it ever had, which is quadratic when each test is
+            # a unit (half a million steps in the controller per run).
+            nodeid = self.registered_collections[node][item_index]
+            units = self.assigned_work[node]
+            scope = self._split_scope(nodeid)
+            units[scope][nodeid] = True
+            if all(units[scope].values()):
+                del units[scope]
+            self._reschedule(node)
 
     return DocumentScheduling(config, log)
 

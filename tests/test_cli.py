@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import subprocess
@@ -270,12 +271,23 @@ def test_id_beyond_int64_is_a_usage_error(
     assert err.startswith("Usage: contractsdk ") and "Traceback" not in err
 
 
-def test_demo_exits_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_exits_zero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`contractsdk demo` walks the flow against the embedded emulator and exits 0.
 
     Past creation: both parties added, both signed, the contract completed, its PDF written.
-    (In-process: `python -m contractsdk` as a process is run by the closed-pipe test.)
+    (In-process: `python -m contractsdk` as a process is run by the closed-pipe test.) The
+    emulator's limits are raised from the sandbox's 25/s, which would pace the flow's calls
+    over half a second: its steps are what is checked here, not its pace.
     """
+    import contractsdk.sandbox
+
+    monkeypatch.setattr(
+        contractsdk.sandbox,
+        "SandboxServer",
+        functools.partial(contractsdk.sandbox.SandboxServer, read_rate=1000, write_rate=1000),
+    )
     pdf = tmp_path / "signed.pdf"
     code, out, err = run(capsys, "demo", "--pdf", str(pdf))
     assert code == 0, err

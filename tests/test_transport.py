@@ -284,7 +284,7 @@ async def test_a_server_that_trickles_its_answer_times_out() -> None:
     server = await asyncio.start_server(trickle, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     transport = AiohttpTransport()
-    request = Request(method="GET", url=f"http://127.0.0.1:{port}/v1/x", timeout=0.2)
+    request = Request(method="GET", url=f"http://127.0.0.1:{port}/v1/x", timeout=0.1)
     try:
         with pytest.raises(ReadTimeoutError):
             await asyncio.wait_for(transport.handle_async_request(request), 5)

@@ -72,24 +72,27 @@ async def test_429_with_and_without_headers(
 
 @pytest.mark.parametrize(
     "sandbox_options",
-    [{"write_rate": 60.0, "burst": 2, "rate_headers": False, "read_rate": None}],
+    [{"write_rate": 12.0, "burst": 1, "rate_headers": False, "read_rate": None}],
 )
 async def test_unknown_limit_is_learnt_without_failures(sandbox_server: SandboxServer) -> None:
-    """With no limit configured and no headers, 30 concurrent creates all succeed, once each.
+    """With no limit configured and no headers, 4 concurrent creates all succeed, once each.
 
-    The client's slow start (20/s, doubling) overshoots the 60/s against a burst of 2, so
-    429s are met (and learnt from); 30 creates take about 0.8 s, the SDK's slow start
-    being the floor, and fewer may finish before the first 429.
+    The client's slow start begins at 20/s, above the server's 12/s with no burst, so 429s
+    are met at once (the second create comes 50 ms after the first, 33 ms too soon), learnt
+    from and retried away.
     """
+    count = 4
     async with client_for(sandbox_server, rate_limits=RateLimits(), retries=FAST) as client:
         user = sandbox_server.users[0].id
-        teams = await asyncio.gather(*(client.teams.create(user, name=f"t{n}") for n in range(30)))
+        teams = await asyncio.gather(
+            *(client.teams.create(user, name=f"t{n}") for n in range(count))
+        )
         listed = await client.teams.list(user)
         stats = client.stats
-    assert len({team.id for team in teams}) == 30
+    assert len({team.id for team in teams}) == count
     # Each create happened exactly once, whatever was retried.
     names = sorted(team.name or "" for team in listed if (team.name or "").startswith("t"))
-    assert names == sorted(f"t{n}" for n in range(30))
+    assert names == sorted(f"t{n}" for n in range(count))
     refused = sandbox_server.counters()["rate_limited"]
     assert isinstance(refused, int) and refused > 0
     assert stats.retries == refused  # every 429 was retried away, none reached the caller
@@ -187,11 +190,11 @@ async def test_lost_response_is_not_duplicated(sandbox_server: SandboxServer) ->
 
 async def test_latency_beyond_the_timeout(sandbox_server: SandboxServer) -> None:
     """An answer slower than the client's timeout is a ReadTimeoutError."""
-    # The server finishes the slow answer before it closes: 0.3 s keeps that wait short,
-    # and is still 0.2 s after the client gives up (a loaded machine's event loop may
+    # The server finishes the slow answer before it closes: 0.15 s keeps that wait short,
+    # and is still 0.1 s after the client gives up (a loaded machine's event loop may
     # run late, but not that late).
-    sandbox_server.set_faults([FaultRule(route="GET /v1/users/*", latency=0.3)])
-    async with client_for(sandbox_server, retries=None, timeout=0.1) as client:
+    sandbox_server.set_faults([FaultRule(route="GET /v1/users/*", latency=0.15)])
+    async with client_for(sandbox_server, retries=None, timeout=0.05) as client:
         with pytest.raises(ReadTimeoutError):
             await client.users.get(sandbox_server.users[0].id)
 
