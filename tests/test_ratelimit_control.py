@@ -15,9 +15,11 @@ from contractsdk._ratelimit._control import (
     BACKOFF_MAX,
     BETA,
     CUBIC_K,
+    ECHO_SHARE,
     FIRST_BETA,
     K_MAX,
     LATELY_SPAN,
+    MAX_CUT,
     MAX_SHORTFALL,
     MIN_RATE,
     PACING,
@@ -70,8 +72,8 @@ def test_slow_start_doubles_per_busy_period_only_when_backlogged() -> None:
 def test_a_fresh_429_leaving_the_slow_start_cuts_by_first_beta() -> None:
     """Leaving the slow start: 0.7 of what was admitted lately, a new epoch.
 
-    What was admitted lately counts as at least half the rate in use; the curve climbs
-    back toward the rate that failed.
+    However far that is below the rate in use (a slow start overshoots by up to its
+    clamp), the curve climbs back toward the rate that failed.
     """
     control = Control(rate=200.0, phase="slow")
     decision = decide(control, Observation(status=429, backlogged=True, admitted_rate=150.0))
@@ -79,7 +81,8 @@ def test_a_fresh_429_leaving_the_slow_start_cuts_by_first_beta() -> None:
     assert (left.phase, left.epoch, left.w_max) == ("cubic", 1, 200.0)
     assert left.rate == pytest.approx(150 * FIRST_BETA)
     lagging = decide(control, Observation(status=429, backlogged=True, admitted_rate=60.0))
-    assert lagging.control.rate == pytest.approx(100 * FIRST_BETA)  # MAX_CUT of 200
+    assert lagging.control.rate == pytest.approx(60 * FIRST_BETA)  # not MAX_CUT of 200
+    assert lagging.control.w_max == 200.0
 
 
 def test_after_the_slow_start_the_curve_starts_at_the_new_rate_and_climbs_fast() -> None:
@@ -116,7 +119,7 @@ def test_w_never_exceeds_a_limit_the_server_named() -> None:
         epoch_age=1.5,
         answered=98,
         admitted=97,
-        admitted_rate=127.0,
+        admitted_second=127.0,
         hint=100.0,
     )
     assert decide(control, observation).control.w_max == pytest.approx(100.0)
@@ -242,7 +245,9 @@ def test_back_at_the_ceiling_a_lone_429_is_a_strike_again() -> None:
     back = attrs.evolve(cubic(w_max=100.0), rate=100.0 * PACING)
     struck = decide(back, Observation(status=429), now=20.0, ceiling=100.0).control
     assert (struck.rate, struck.phase) == (100.0 * PACING, "paced")
-    measured = Observation(status=429, epoch_age=2.0, answered=100, admitted=99, admitted_rate=95.0)
+    measured = Observation(
+        status=429, epoch_age=2.0, answered=100, admitted=99, admitted_second=95.0
+    )
     below = decide(cubic(w_max=100.0), measured, now=20.0, ceiling=100.0)
     assert below.control.rate == pytest.approx(90.0 * BETA)  # W is at most the rate in use
 
@@ -419,10 +424,32 @@ def test_a_slow_start_is_held_to_twice_what_is_sent() -> None:
 def test_what_was_admitted_lately_counts_only_over_an_epoch_as_long_as_its_span() -> None:
     """In a younger epoch the meter still holds the last epoch's answers and burst."""
     control = attrs.evolve(cubic(w_max=60.0), rate=58.0)
-    young = Observation(status=429, epoch_age=0.25, answered=10, admitted=6, admitted_rate=46.0)
+    young = Observation(status=429, epoch_age=0.25, answered=10, admitted=6, admitted_second=46.0)
     assert decide(control, young).control.w_max == pytest.approx(29.0)  # MAX_CUT of 58
     older = attrs.evolve(young, epoch_age=LATELY_SPAN, admitted=20)
     assert decide(control, older).control.w_max == pytest.approx(46.0)
+
+
+def test_a_window_that_remembers_the_last_overload_does_not_set_w() -> None:
+    """A young epoch admitting far less than it sends: the rate drops, W stays the rate.
+
+    A sliding log refuses for a second after a slow start filled it, admitting only as its
+    entries of a second ago expire (30/s, the slow start's first); taken for the limit,
+    that collapsed the rate to half and left a convex climb of many seconds back to it.
+    """
+    control = attrs.evolve(cubic(w_max=312.0), rate=74.0)
+    echo = Observation(status=429, epoch_age=0.21, answered=13, admitted=6)  # 29/s
+    left = decide(control, echo).control
+    assert left.epoch == control.epoch + 1
+    assert left.rate == pytest.approx(74.0 * MAX_CUT * BETA)
+    assert left.w_max == pytest.approx(74.0)  # the curve climbs back to the rate in use
+    # A measure above ECHO_SHARE of the rate (a bucket still refusing a rate above its
+    # limit) or an epoch a second old (past the window's memory) sets W as always.
+    bucket = attrs.evolve(echo, admitted=8)  # 38/s
+    assert decide(control, bucket).control.w_max == pytest.approx(8 / 0.21)
+    old = attrs.evolve(echo, epoch_age=LATELY_SPAN, answered=62, admitted=29)
+    assert decide(control, old).control.w_max == pytest.approx(74.0 * MAX_CUT)
+    assert ECHO_SHARE * 74.0 < 38.0
 
 
 def test_w_is_scaled_up_when_the_schedule_fell_short_of_its_rate() -> None:
@@ -516,7 +543,7 @@ def test_a_fleet_measures_w_by_what_it_sent_too() -> None:
         epoch_age=2.0,
         answered=20,
         admitted=19,
-        admitted_rate=8.0,
+        admitted_second=8.0,
         scale=8.0,
     )
     # 108 * 19/20, in the schedule's terms (it granted 108 of its 112 a second).

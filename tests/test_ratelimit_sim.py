@@ -20,8 +20,8 @@ LEARNING_BOUNDS = {
     "token-bucket+headers": (0.97, 0.01),
     "token-bucket+emulator-headers": (0.85, 0.02),
     "gcra": (0.93, 0.02),
-    "sliding-log": (0.6, 0.06),
-    "fixed-window": (0.5, 0.1),
+    "sliding-log": (0.85, 0.02),
+    "fixed-window": (0.9, 0.08),
 }
 
 

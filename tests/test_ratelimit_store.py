@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from contractsdk._ratelimit import Control, LocalStore, Schedule, Slot
 from contractsdk._ratelimit._control import PACING
+from contractsdk._ratelimit._store import Meter, RingMeter
 
 
 def store_at(now: list[float]) -> LocalStore:
@@ -85,3 +86,31 @@ def test_a_refused_reservation_changes_nothing() -> None:
     slot = store.take("write", schedule, now[0], max_wait=None)
     assert isinstance(slot, Slot)
     assert slot.wait == pytest.approx(0.1)
+
+
+def test_the_admitted_meter_spans_a_second() -> None:
+    """A fixed window's quota, admitted at once each second, reads as its rate.
+
+    Over the 0.5 to 1 s of two half-second bins it read as up to twice that: measured as
+    the limit, it had the client overrun every window.
+    """
+    second, halves = RingMeter(0.1, 11), Meter()
+    for window in range(3):
+        for n in range(100):  # 100 answers in the first 50 ms of each second
+            second.add(window + n * 0.0005)
+            halves.add(window + n * 0.0005)
+    assert second.rate(2.5) == pytest.approx(100.0)
+    assert halves.rate(2.5) == pytest.approx(200.0)
+    assert second.rate(2.95) == pytest.approx(100 / 1.05)  # its span: 1 to 1.1 s
+
+
+def test_the_ring_meter_forgets_what_is_older_than_its_span() -> None:
+    """Bins a quiet spell passed are emptied, however long the spell."""
+    meter = RingMeter(0.1, 11)
+    for n in range(50):
+        meter.add(n * 0.01)  # 0 to 0.49 s
+    assert meter.rate(0.5) == pytest.approx(50 / 1.0)
+    meter.add(1.55)  # 0 to 0.49 s are out of its span (0.5 to 1.6 s) now
+    assert meter.rate(1.55) == pytest.approx(1 / 1.05)
+    meter.add(100.0)
+    assert meter.rate(100.0) == pytest.approx(1 / 1.0)

@@ -28,10 +28,15 @@ What it decides, per bucket:
   kind of server (token bucket, GCRA, fixed or sliding window) admits exactly its limit,
   so once an epoch (the time since the last decrease) is old enough to measure, W is the
   rate of admitted answers over it (or over the last busy second, if higher: a rate that
-  only just crossed the limit). Leaving the slow start, W is what the server admitted
-  lately (the rate in use overshot it by as much as the server's burst hid; shared, this
-  process's admitted rate times the processes), cut by ``FIRST_BETA``. One cut keeps at
-  least ``MAX_CUT`` of the rate in use.
+  only just crossed the limit; a whole second, as a fixed window admits its quota at
+  once). Leaving the slow start, W is what the server admitted lately (the rate in use
+  overshot it by as much as the server's burst hid; shared, this process's admitted rate
+  times the processes), cut by ``FIRST_BETA``. Later cuts keep at least ``MAX_CUT`` of
+  the rate in use.
+* **A window's memory.** An epoch younger than a second that admitted less than
+  ``ECHO_SHARE`` of what it sent is a window still remembering the last overload (a
+  sliding log admits only as its entries of a second ago expire): the rate drops, but the
+  curve climbs back to the rate in use instead of taking that measure for W.
 * **The same overload.** A fresh 429 in an epoch too young to measure (``MIN_EPOCH`` busy
   seconds, ``MIN_ANSWERS`` answers) is the overload the last decrease answered, still
   draining (a fixed window refuses everything until it ends): it does not lower the rate
@@ -126,8 +131,12 @@ MIN_ANSWERS: Final = 5
 #: to the server): it pauses the bucket but lowers the rate only if another fresh 429
 #: follows within this many busy seconds (the limit really is lower).
 STRIKE_WINDOW: Final = 1.0
-#: One decrease never cuts W below this share of the rate in use.
+#: One decrease never cuts W below this share of the rate in use (leaving a slow start
+#: alone, W is what was admitted: the slow start overshot by as much as it clamped to).
 MAX_CUT: Final = 0.5
+#: A decrease in an epoch younger than ``LATELY_SPAN`` that measured less than this share
+#: of the rate in use is taken for a window's memory of the last overload, not the limit.
+ECHO_SHARE: Final = 0.4
 #: The busy seconds the admitted-rate meter spans at most (two bins of the store's meter).
 LATELY_SPAN: Final = 1.0
 #: A slow start never takes the rate past this multiple of the measured send rate.
@@ -180,7 +189,9 @@ class Observation:
         sent: Requests granted per busy second over the last busy second (0: unknown).
         answered: Answers to requests granted in the current epoch, this one included.
         admitted: How many of those were not 429.
-        admitted_rate: Answers that were not 429, per busy second, lately.
+        admitted_rate: Answers that were not 429, per busy second, lately (over the last
+            0.5 to 1 busy second).
+        admitted_second: The same over the last busy second (1 to 1.1 s).
         scale: How many processes share the bucket, for ``admitted`` to stand for all of
             them (1 alone).
         epoch_age: Busy seconds since the current epoch began.
@@ -198,6 +209,7 @@ class Observation:
     answered: int = 0
     admitted: int = 0
     admitted_rate: float = 0.0
+    admitted_second: float = 0.0
     scale: float = 1.0
     epoch_age: float = math.inf
     hint: float | None = None
@@ -292,9 +304,11 @@ def _measured_w(rate: float, observation: Observation) -> float | None:
     # Over the epoch, and lately (the end of a climb that only just crossed the limit).
     age = observation.epoch_age
     over_epoch = observation.admitted * observation.scale / age
-    # `lately` spans up to a busy second: in a younger epoch it counts the last one's
-    # answers too (and the server's burst, drained while the last overload built up).
-    lately = observation.admitted_rate * observation.scale if age >= LATELY_SPAN else 0.0
+    # `lately` spans the last busy second: in a younger epoch it counts the last one's
+    # answers too (and the server's burst, drained while the last overload built up). Not
+    # less than a second: a fixed window admits its whole quota at once, which over half
+    # a second reads as twice its limit.
+    lately = observation.admitted_second * observation.scale if age >= LATELY_SPAN else 0.0
     measured = max(over_epoch, lately, fleet)
     if observation.backlogged and 0 < observation.sent < rate:
         # The pacing fell short of its own rate (timers fire late on a busy event loop,
@@ -357,9 +371,11 @@ def _decrease(
     measured = _measured_w(rate, attrs.evolve(observation, phase_slow=slow))
     if measured is None:
         return control
-    w_max = max(MIN_RATE, measured, rate * MAX_CUT)
     if slow:
-        return _leave_slow_start(control, rate, w_max, observation, ceiling, now)
+        if observation.scale > 1:  # a fleet's slow start: see _leave_slow_start
+            measured = max(measured, rate * MAX_CUT)
+        return _leave_slow_start(control, rate, max(MIN_RATE, measured), observation, ceiling, now)
+    w_max = max(MIN_RATE, measured, rate * MAX_CUT)
     if young:
         beta, k = YOUNG_BETA, CUBIC_K
     else:
@@ -371,6 +387,14 @@ def _decrease(
             # A fleet overruns the limit by one reservation per process before a 429
             # reaches them all: probe for a higher limit half as often.
             k = max(k, min(2 * CUBIC_K, K_MAX))
+    if not young and observation.epoch_age < LATELY_SPAN and measured < rate * ECHO_SHARE:
+        # An epoch younger than a second that admitted far less than it sent: a window
+        # that still remembers the last overload (a sliding log admits only as fast as
+        # the entries of a second ago expire, which may be a slow start's first few). The
+        # rate drops as usual, but W is not that measure: the curve climbs back to the
+        # rate in use, which a second later the window admits.
+        start = _clamp(w_max * beta, ceiling)
+        return _curve(control, start, max(w_max, rate), start / max(w_max, rate), k, now)
     return _curve(control, _clamp(w_max * beta, ceiling), w_max, beta, k, now)
 
 

@@ -331,9 +331,11 @@ class RateLimiter:
             busy = queue.busy + min(now - queue.busy_at, IDLE_GAP)
         if not throttled:
             queue.admitted_meter.add(busy)
+            queue.second_meter.add(busy)
         observation = Observation(
             status=status_code,
             admitted_rate=queue.admitted_meter.rate(busy),
+            admitted_second=queue.second_meter.rate(busy),
             scale=float(store.live) if store.shared else 1.0,
             epoch_age=busy - queue.epoch_start,
             hint=None if hints.limit is None else _named_rate(hints.limit, queue.max_reset),

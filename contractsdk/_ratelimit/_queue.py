@@ -20,7 +20,7 @@ from contractsdk._exceptions import RateLimiterTimeoutError
 from . import _control
 from ._control import Control
 from ._limits import BucketName
-from ._store import Meter, Schedule, Slot, _Bucket
+from ._store import Meter, RingMeter, Schedule, Slot, _Bucket
 
 if TYPE_CHECKING:
     from ._limiter import RateLimiter
@@ -97,6 +97,9 @@ class _Queue:
         self.epoch_start = 0.0  # busy time this process saw the epoch begin
         self.max_reset = 1.0  # the longest counter reset seen: the window is at least this
         self.admitted_meter = Meter()  # answers that were not 429, per busy second
+        # The same over the last busy second (1 to 1.1 s): in a window of that span, every
+        # kind of server that keeps refusing admits its limit.
+        self.second_meter = RingMeter(0.1, 11)
         self.busy = 0.0
         self.busy_at = 0.0  # the local clock when `busy` was read from the store
         self.sent = 0.0

@@ -233,6 +233,52 @@ class Meter:
             self.start, self.until = index * METER_BIN, (index + 1) * METER_BIN
 
 
+class RingMeter:
+    """Events per busy second over the last ``bins - 1`` to ``bins`` bins of ``width``.
+
+    Like :class:`Meter` with finer bins, for a span that stays close to a second: two
+    half-second bins span 0.5 to 1 busy second, and a server that admits its quota of a
+    second all at once (a fixed window) reads up to twice its rate over half of one.
+
+    Args:
+        width: Busy seconds per bin.
+        bins: Bins kept, the current one included.
+    """
+
+    __slots__ = ("bin", "counts", "start", "until", "width")
+
+    def __init__(self, width: float, bins: int) -> None:
+        self.width = width
+        self.bin = 0
+        self.start, self.until = 0.0, width  # the busy times the current bin spans
+        self.counts = [0] * bins  # events per bin; the current bin is counts[bin % bins]
+
+    def add(self, busy: float) -> None:
+        """Count one event at busy time ``busy``."""
+        if not self.start <= busy < self.until:
+            self._roll(busy)
+        self.counts[self.bin % len(self.counts)] += 1
+
+    def rate(self, busy: float) -> float:
+        """Events per busy second up to ``busy``."""
+        self._roll(busy)
+        into = busy - self.start
+        return sum(self.counts) / ((len(self.counts) - 1) * self.width + max(into, 0.0))
+
+    def _roll(self, busy: float) -> None:
+        index = math.floor(busy / self.width)
+        if index == self.bin:
+            return
+        kept = len(self.counts)
+        if index < self.bin or index - self.bin >= kept:  # all gone (or the clock went back)
+            self.counts = [0] * kept
+        else:
+            for passed in range(self.bin + 1, index + 1):
+                self.counts[passed % kept] = 0
+        self.bin = index
+        self.start, self.until = index * self.width, (index + 1) * self.width
+
+
 class _Bucket:
     """One bucket's schedule and learning state, in memory."""
 
