@@ -21,11 +21,12 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import redis.asyncio as aioredis
 
 from contractsdk import ClientCredentials, ConfigurationError, ContractClient, RateLimits
-from contractsdk._ratelimit import Grant, RateLimiter
+from contractsdk._ratelimit import Grant, RateLimiter, Slot
 from contractsdk._ratelimit._redis import TTL, RedisStore
 from contractsdk._redis import SharedRedis
 from contractsdk.sandbox import SandboxServer
@@ -199,6 +200,111 @@ async def test_one_overload_lowers_the_shared_rate_once(
     assert lowered < 99
     assert second.state.write.rate == lowered
     assert (await first.acquire("POST")).epoch == (await second.acquire("POST")).epoch == 2
+
+
+def shared_store(limiter: RateLimiter) -> RedisStore:
+    store = limiter._store
+    assert isinstance(store, RedisStore)
+    return store
+
+
+async def test_a_slot_is_stamped_with_the_busy_time_it_falls_at(
+    redis_server: RedisServer, limiters: list[RateLimiter]
+) -> None:
+    """Its wait is busy time: the fleet's schedule is booked until then.
+
+    Stamped at the reservation instead, eight processes each holding a slot 0.4 s ahead
+    measured every answer 0.4 s early, and a slow start doubled a second late.
+    """
+    limiter = shared_limiter(redis_server.url, RateLimits(write=10, burst=1))
+    limiters.append(limiter)
+    store, schedule = shared_store(limiter), limiter._queues["write"].schedule
+    slots = [await store.reserve("write", schedule, max_wait=None) for _ in range(3)]
+    assert all(isinstance(slot, Slot) for slot in slots)
+    busy = [slot.busy - slot.wait for slot in slots if isinstance(slot, Slot)]
+    assert busy == pytest.approx([busy[0]] * 3, abs=0.05)  # reserved at once: wait is busy
+    assert [slot.wait for slot in slots if isinstance(slot, Slot)][-1] >= 0.15
+
+
+async def test_a_slot_given_back_is_not_counted_as_sent(
+    redis_server: RedisServer, limiters: list[RateLimiter]
+) -> None:
+    """Even when the schedule moved on since and its time cannot be given back.
+
+    Counted, the fleet's send rate read 130/s while 85/s went out, and the learning,
+    held to a multiple of it, climbed to twice the limit.
+    """
+    limiter = shared_limiter(redis_server.url, RateLimits(write=10, burst=1))
+    limiters.append(limiter)
+    store, schedule = shared_store(limiter), limiter._queues["write"].schedule
+    first = await store.reserve("write", schedule, max_wait=None)
+    await store.reserve("write", schedule, max_wait=None)
+    assert isinstance(first, Slot)
+    await store.release("write", first)  # not the last one: its time stays booked
+    client = aioredis.Redis.from_url(redis_server.url)
+    try:
+        (key,) = [key for key in await client.keys("*write*") if b"clients" not in key]
+        assert int(await client.hget(key, "m0") or -1) == 1
+    finally:
+        await client.aclose()
+
+
+async def test_a_rate_written_paces_every_process_at_once(
+    redis_server: RedisServer, limiters: list[RateLimiter]
+) -> None:
+    """The new rate applies to the time already booked, and to processes behind it.
+
+    A process that has not seen the write yet reserves at the rate it knows: at a slow
+    start's old rate it booked the fleet's schedule twice as far ahead, and undid the
+    rescaling of everyone's debt.
+    """
+    limits = RateLimits(write=10, burst=1)
+    first, behind = (shared_limiter(redis_server.url, limits) for _ in range(2))
+    limiters += [first, behind]
+    store, slow = shared_store(first), first._queues["write"].schedule
+    for _ in range(5):  # half a second booked at 10/s
+        await store.reserve("write", slow, max_wait=None)
+    control, version, _ = store.snapshot("write")
+    faster = attrs.evolve(control, rate=100.0)
+    fast = first._queues["write"].schedule_for(faster)
+    replaced = await store.update("write", faster, version, schedule=fast, pause=0.0, tokens=None)
+    assert replaced
+    slot = await shared_store(behind).reserve("write", slow, max_wait=None)
+    assert isinstance(slot, Slot)
+    assert slot.interval == pytest.approx(0.01)
+    assert slot.wait < 0.25  # 0.4 s of debt at 10/s is 0.04 s at 100/s
+    assert behind.state.write.rate == 100.0  # and it has the new state with the answer
+
+
+async def test_a_faster_rate_keeps_the_head_s_place(
+    redis_server: RedisServer, limiters: list[RateLimiter], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shared, a rate rise shrinks the sleeping head's wait; its slot is not given back.
+
+    Given back, a slot in a schedule other processes booked past since is a slot lost:
+    eight processes, their heads woken by every rise of a slow start, sent 85/s of a rate
+    of 140/s.
+    """
+    limiter = shared_limiter(redis_server.url, RateLimits(write=0.5, burst=1))
+    limiters.append(limiter)
+    store = shared_store(limiter)
+    released: list[Slot] = []
+    give_back = store.release
+
+    async def release(bucket: Any, slot: Slot) -> None:
+        released.append(slot)
+        await give_back(bucket, slot)
+
+    monkeypatch.setattr(store, "release", release)
+    await limiter.acquire("POST")
+    start = time.monotonic()
+    second = asyncio.create_task(limiter.acquire("POST"))  # due 2 s later at 0.5/s
+    await asyncio.sleep(0.05)
+    control, _, _ = store.snapshot("write")
+    limiter._queues["write"].reschedule(attrs.evolve(control, rate=100.0))  # as learnt
+    await asyncio.wait_for(second, 10)
+    assert time.monotonic() - start < 1.0  # its wait shrank with the rate
+    assert released == []
 
 
 async def test_keys_are_namespaced_and_expire(

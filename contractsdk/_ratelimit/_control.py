@@ -372,8 +372,6 @@ def _decrease(
     if measured is None:
         return control
     if slow:
-        if observation.scale > 1:  # a fleet's slow start: see _leave_slow_start
-            measured = max(measured, rate * MAX_CUT)
         return _leave_slow_start(control, rate, max(MIN_RATE, measured), observation, ceiling, now)
     w_max = max(MIN_RATE, measured, rate * MAX_CUT)
     if young:
@@ -432,13 +430,20 @@ def _leave_slow_start(
     between the new rate and the rate that failed. The curve climbs back toward the rate
     that failed, fast at first, until a 429 in an epoch old enough to measure finds W.
     """
-    new = _clamp(measured * FIRST_BETA, ceiling)
     failed = rate
     if 0 < observation.sent < rate and not observation.backlogged:
         failed = observation.sent
-    # Shared by a fleet, each process measures a K-th of the answers and the climb outruns
-    # the measurements: there the curve levels off at what was admitted, as after a decrease.
-    w_max = max(failed, measured, new) if observation.scale <= 1 else measured
+    if observation.scale <= 1:
+        new = _clamp(measured * FIRST_BETA, ceiling)
+        w_max = max(failed, measured, new)
+    else:
+        # Shared by a fleet, each process measures a K-th of the answers, and the climb
+        # outruns the measurements: the rate drops no lower than FIRST_BETA of MAX_CUT of
+        # the rate that failed (one process's measure may be far off), and the curve
+        # levels off at what was admitted, as after a decrease. Climbing back toward
+        # MAX_CUT of a rate that doubled up to 290/s for a limit of 100 overran it again.
+        new = _clamp(max(measured, rate * MAX_CUT) * FIRST_BETA, ceiling)
+        w_max = max(measured, new)
     return _curve(control, new, w_max, new / w_max, CUBIC_K, now)
 
 

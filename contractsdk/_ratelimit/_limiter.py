@@ -362,23 +362,25 @@ class RateLimiter:
             return
         old_schedule = queue.schedule
         for attempt in range(_CAS_TRIES):
-            queue.reschedule(new)
             replaced = True
             with contextlib.suppress(Exception):  # invariant 5: the store's failure is not ours
                 replaced = await store.update(
                     grant.bucket,
                     new,
                     version,
-                    schedule=queue.schedule,
+                    schedule=queue.schedule_for(new),
                     pause=decision.pause if attempt == 0 else 0.0,
                     tokens=tokens,
                 )
-            if replaced or new.epoch == start.epoch:
-                break  # written, or a rise that lost to another process's write: no matter
-            # A decrease lost to another process's write. It is decided again on what that
-            # process wrote, unless that moved the epoch on (this 429 is then an echo of
-            # the overload it answered); lost, it left the fleet's rate where it overloaded
-            # the server (a slow start doubling on).
+            if replaced:
+                queue.reschedule(new)
+                break
+            # Lost to another process's write: decided again on what that process wrote,
+            # unless that moved the epoch on (a 429 is then an echo of the overload it
+            # answered). A lost decrease would leave the fleet's rate where it overloaded
+            # the server; a lost rise, this process pacing at a rate nobody else knows
+            # while the fleet's stays where it was (a slow start of eight processes kept
+            # one rise in eight and doubled a second late).
             control, version, _ = store.snapshot(grant.bucket)
             if grant.epoch != control.epoch:
                 new = control
@@ -386,6 +388,12 @@ class RateLimiter:
                 break
             decision = self._decide(queue, control, observation, busy)
             new = decision.control
+            if new.epoch == control.epoch and not _significant(control, new):
+                new = control  # the other write went as far: nothing more to say
+                queue.reschedule(new)
+                break
+        else:
+            queue.reschedule(new)  # lost every time: this process paces as it decided
         if new.epoch != queue.epoch:
             # The epoch is measured from the end of its pause: waiting out a Retry-After
             # is not sending at the new rate.

@@ -90,6 +90,8 @@ class _Queue:
         self._queue: deque[_Waiter] = deque()
         self._deadlines = 0  # waiters in the queue with a deadline
         self._wake: asyncio.Future[None] | None = None
+        # The head was woken by a faster rate, and nothing since invalidated its slot.
+        self._risen = False
         # What this process measured in the current epoch (for the admitted share).
         self.epoch = 0
         self.answered = 0
@@ -127,29 +129,36 @@ class _Queue:
 
     # -- the schedule the store hands slots out by ---------------------------------------
 
-    def reschedule(self, control: Control) -> None:
-        """Derive the schedule from the learning state and what is known of the server."""
-        self.schedule_phase = control.phase
+    def schedule_for(self, control: Control) -> Schedule:
+        """The schedule of a learning state, given what is known of the server."""
         rate = control.rate
         burst = self.capacity
         if rate is None:
-            self.schedule = Schedule(rate=None, tau=0.0, burst=burst)
-            return
+            return Schedule(rate=None, tau=0.0, burst=burst)
         # The tolerance: the known burst, plus what pacing at PACING of the limit leaves
         # spare per interval. More (to catch up with a late event loop) would meet a
         # strict server (burst 1: nginx's limit_req without burst) with 429s.
         tau = (burst - 1 + (1 - _control.PACING)) / rate
-        old = self.schedule.rate
         # After an idle spell a burst of exactly B would empty the server's bucket, and the
         # next request, one interval later, would meet it with nothing to spare: the burst
         # itself queues in this event loop and on the way, so its first request reaches the
         # server late (7 ms for 20 requests, measured) and the server's refill starts late.
         # A request plus IDLE_SPREAD seconds' worth of margin absorbs that.
         at_once = max(1.0, burst - 1.0 - rate * IDLE_SPREAD)
-        self.schedule = Schedule(rate=rate, tau=tau, burst=at_once)
+        return Schedule(rate=rate, tau=tau, burst=at_once)
+
+    def reschedule(self, control: Control) -> None:
+        """Take on the schedule of a learning state; a slower one invalidates reservations."""
+        old = self.schedule.rate
+        self.schedule_phase = control.phase
+        self.schedule = self.schedule_for(control)
+        rate = self.schedule.rate
+        if rate is None:
+            return
         if old is not None and rate < old:
             self._invalidate()
         elif old is None or rate > old * _KICK_RATIO:
+            self._risen = True
             self._kick()
 
     @property
@@ -239,8 +248,9 @@ class _Queue:
     async def _reserve_and_sleep(self, waiter: _Waiter) -> Slot:
         """As the head: reserve a slot and sleep until it.
 
-        Woken early (a pause, a new rate), the slot no longer says when to go: the head
-        gives it back and reserves again under the new schedule.
+        Woken early (a pause, a slower rate), the slot no longer says when to go: the head
+        gives it back and reserves again under the new schedule. Woken by a faster rate in
+        a shared store, it keeps its place and what is left of its wait shrinks.
         """
         limiter = self._limiter
         store = limiter._store
@@ -252,14 +262,27 @@ class _Queue:
                 raise self._timeout_error(limiter._clock() + slot - waiter.arrived, waiter)
             if slot.wait <= 0:
                 return slot
+            rate = self.schedule.rate
             due = now + slot.wait
+            self._risen = False
             try:
-                await self._nap(slot.wait)
+                while True:
+                    await self._nap(due - now)
+                    now = limiter._clock()
+                    if now >= due - _EPSILON:
+                        return slot
+                    new_rate = self.schedule.rate
+                    if not (self._risen and self._bucket is None and rate and new_rate):
+                        break
+                    # Shared, a faster rate keeps the reservation's place: what is left of
+                    # its wait shrinks as the store shrinks everyone's (given back, a slot
+                    # in a schedule other processes moved on is a slot lost).
+                    self._risen = False
+                    due = now + (due - now) * min(1.0, rate / new_rate)
+                    rate = new_rate
             except BaseException:
                 await _quietly(store.release(self.name, slot))
                 raise
-            if limiter._clock() >= due - _EPSILON:
-                return slot
             await _quietly(store.release(self.name, slot))
 
     async def _nap(self, seconds: float) -> None:
@@ -285,6 +308,7 @@ class _Queue:
 
     def _invalidate(self) -> None:
         """Reservations no longer hold (a pause, a slower rate): the head reserves again."""
+        self._risen = False
         self._kick()
         self._expire()
 

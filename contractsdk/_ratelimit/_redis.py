@@ -34,7 +34,7 @@ from contractsdk._redis import RedisUnavailableError, SharedRedis
 
 from ._control import Control
 from ._limits import BucketName
-from ._store import IDLE_GAP, LATENESS, METER_BIN, LocalStore, Schedule, Slot
+from ._store import IDLE_GAP, LATENESS, METER_BIN, LocalStore, Schedule, Slot, _booked
 
 __all__ = ["RedisStore"]
 
@@ -67,6 +67,8 @@ if rate then iv = 1 / rate end
 local tat = tonumber(f[1]) or (now - 1e9)
 local old_tau = tonumber(f[2]) or tau
 local old_iv = tonumber(f[3]) or 0
+-- A caller behind the shared state paces at the rate its last writer set, not its own.
+if rate and old_iv > 0 and tonumber(ARGV[9]) ~= ver then iv = old_iv end
 local pause = tonumber(f[4]) or 0
 local last = tonumber(f[5]) or (now - 1e9)
 local busy = tonumber(f[6]) or 0
@@ -129,9 +131,11 @@ return {1, tostring(wait), tostring(math.max(0, pause - now)), tostring(busy),
 _RELEASE: Final = """
 local f = redis.call('HMGET', KEYS[1], 'tat', 'm0')
 local tat = tonumber(f[1])
-if tat and math.abs(tat - tonumber(ARGV[1])) < 1e-6 then
-  redis.call('HSET', KEYS[1], 'tat', tat - tonumber(ARGV[2]),
-             'm0', math.max(0, (tonumber(f[2]) or 1) - 1))
+if not tat then return 0 end
+-- The slot is not sent, whether or not it can be undone: the send meter forgets it.
+redis.call('HSET', KEYS[1], 'm0', math.max(0, (tonumber(f[2]) or 1) - 1))
+if math.abs(tat - tonumber(ARGV[1])) < 1e-6 then
+  redis.call('HSET', KEYS[1], 'tat', tat - tonumber(ARGV[2]))
   return 1
 end
 return 0
@@ -143,18 +147,27 @@ _UPDATE: Final = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local h = KEYS[1]
-local f = redis.call('HMGET', h, 'ver', 'tat', 'tau', 'pause')
+local f = redis.call('HMGET', h, 'ver', 'tat', 'tau', 'pause', 'iv')
 local ver = tonumber(f[1]) or 0
 local replaced = 0
-if tonumber(ARGV[1]) == ver and ARGV[2] ~= '' then
-  ver = ver + 1
-  redis.call('HSET', h, 'ctl', ARGV[2], 'ver', ver)
-  replaced = 1
-end
 local rate = tonumber(ARGV[3])
 local tat = tonumber(f[2]) or now
 local tau = tonumber(f[3]) or 0
 local pause = tonumber(f[4]) or 0
+if tonumber(ARGV[1]) == ver and ARGV[2] ~= '' then
+  ver = ver + 1
+  redis.call('HSET', h, 'ctl', ARGV[2], 'ver', ver)
+  replaced = 1
+  -- The new rate paces every process's next reservation, and the debt booked already.
+  local old_iv = tonumber(f[5]) or 0
+  if rate and old_iv > 0 then
+    local iv = 1 / rate
+    local start = math.max(now, pause)
+    local debt = tat - tau - start
+    if debt > 0 then tat = start + tau + debt * iv / old_iv end
+    redis.call('HSET', h, 'iv', iv)
+  end
+end
 local p = tonumber(ARGV[4])
 if p > 0 and now + p > pause then
   pause = now + p
@@ -324,7 +337,8 @@ class RedisStore:
         now = self._clock()
         granted = int(answer[0])
         wait = _number(answer[1])
-        self._paused_until[bucket] = now + _number(answer[2])
+        paused = _number(answer[2])
+        self._paused_until[bucket] = now + paused
         if not granted:
             return wait
         if self._fallback:
@@ -334,7 +348,7 @@ class RedisStore:
         control, _, _ = self._local.snapshot(bucket)
         return Slot(
             wait=max(0.0, wait),
-            busy=_number(answer[3]),
+            busy=_number(answer[3]) + _booked(wait, paused),
             sent=_number(answer[4]),
             backlogged=bool(int(answer[5])),
             control=control,

@@ -90,6 +90,11 @@ class Schedule:
         return self.tau - (self.burst - 1) * self.interval
 
 
+def _booked(wait: float, paused: float) -> float:
+    """The busy seconds of a reservation's wait: all of it but what a pause holds back."""
+    return max(0.0, wait - max(0.0, paused))
+
+
 class Slot:
     """A reservation: when the caller may go, and what the store knew then.
 
@@ -97,7 +102,8 @@ class Slot:
 
     Attributes:
         wait: Seconds from the reservation until the slot.
-        busy: The bucket's busy clock at the reservation.
+        busy: The bucket's busy clock at the slot: at the reservation, plus the part of
+            the wait that is not a pause (the schedule is booked until the slot).
         sent: Slots granted per busy second lately, by every client of the store (-1.0:
             not measured here; ask the store).
         backlogged: Reservations were queued ahead: the rate, not the demand, set the pace.
@@ -424,7 +430,7 @@ class LocalStore:
             return wait
         return Slot(
             wait,
-            state.busy,
+            state.busy + _booked(wait, state.paused_until - now),
             -1.0,
             state.backlogged,
             state.control,
