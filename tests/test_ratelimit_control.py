@@ -76,13 +76,29 @@ def test_a_fresh_429_leaving_the_slow_start_cuts_by_first_beta() -> None:
     clamp), the curve climbs back toward the rate that failed.
     """
     control = Control(rate=200.0, phase="slow")
-    decision = decide(control, Observation(status=429, backlogged=True, admitted_rate=150.0))
-    left = decision.control
+    seen = Observation(status=429, backlogged=True, admitted_rate=150.0, answered=40, admitted=39)
+    left = decide(control, seen).control
     assert (left.phase, left.epoch, left.w_max) == ("cubic", 1, 200.0)
     assert left.rate == pytest.approx(150 * FIRST_BETA)
-    lagging = decide(control, Observation(status=429, backlogged=True, admitted_rate=60.0))
+    lagging = decide(control, attrs.evolve(seen, admitted_rate=60.0))
     assert lagging.control.rate == pytest.approx(60 * FIRST_BETA)  # not MAX_CUT of 200
     assert lagging.control.w_max == 200.0
+
+
+def test_a_slow_start_refused_within_its_first_answers_cuts_the_rate_in_use() -> None:
+    """Too few answers to measure a rate by: FIRST_BETA of the rate in use.
+
+    A server without a burst refused the second request: one admitted answer in half a
+    second reads as 2/s against a limit of 12, and the pause after the cut to 1.3/s held
+    four creates for 0.8 s.
+    """
+    control = Control(rate=20.0, phase="slow")
+    seen = Observation(status=429, backlogged=True, admitted_rate=1.8, answered=2, admitted=1)
+    decision = decide(control, seen)
+    assert decision.control.rate == pytest.approx(20 * FIRST_BETA)
+    assert decision.pause < 0.1
+    measured = decide(control, attrs.evolve(seen, answered=5, admitted=4)).control
+    assert measured.rate == pytest.approx(1.8 * FIRST_BETA)
 
 
 def test_after_the_slow_start_the_curve_starts_at_the_new_rate_and_climbs_fast() -> None:
@@ -482,7 +498,9 @@ def test_a_fleet_leaving_the_slow_start_levels_off_at_what_was_admitted() -> Non
     outran them (eight processes against nginx: 429s from 89 to 172/s).
     """
     slow = Control(rate=250.0, phase="slow")
-    seen = Observation(status=429, backlogged=True, admitted_rate=20.0, scale=8.0)
+    seen = Observation(
+        status=429, backlogged=True, admitted_rate=20.0, scale=8.0, answered=5, admitted=4
+    )
     shared = decide(slow, seen).control
     assert shared.w_max == pytest.approx(160.0)
     assert shared.rate == pytest.approx(160.0 * FIRST_BETA)

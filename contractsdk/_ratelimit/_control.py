@@ -31,8 +31,9 @@ What it decides, per bucket:
   only just crossed the limit; a whole second, as a fixed window admits its quota at
   once). Leaving the slow start, W is what the server admitted lately (the rate in use
   overshot it by as much as the server's burst hid; shared, this process's admitted rate
-  times the processes), cut by ``FIRST_BETA``. Later cuts keep at least ``MAX_CUT`` of
-  the rate in use.
+  times the processes; the rate in use if it was refused within its first
+  ``MIN_ANSWERS`` answers, too few to measure by), cut by ``FIRST_BETA``. Later cuts keep
+  at least ``MAX_CUT`` of the rate in use.
 * **A window's memory.** An epoch younger than a second that admitted less than
   ``ECHO_SHARE`` of what it sent is a window still remembering the last overload (a
   sliding log admits only as its entries of a second ago expire): the rate drops, but the
@@ -288,6 +289,11 @@ def _measured_w(rate: float, observation: Observation) -> float | None:
     if 0 < observation.sent < rate and not observation.backlogged:
         rate = observation.sent  # the rate was not all used: W is what was sent
     fleet = _fleet_admitted(observation)
+    if observation.phase_slow and observation.answered * observation.scale < MIN_ANSWERS:
+        # Refused within its first few answers (a server without a burst): too few to
+        # measure a rate by (one admitted in half a second read as 2/s against a limit of
+        # 12, and the pause after it lasted 0.8 s).
+        return rate
     if observation.phase_slow:
         # This process's admitted rate lately, times the processes sharing the bucket:
         # the fleet's send rate times the share admitted over the epoch counts the whole
