@@ -307,6 +307,32 @@ async def test_a_faster_rate_keeps_the_head_s_place(
     assert released == []
 
 
+async def test_a_slot_placed_at_the_shared_rate_is_not_shrunk_again(
+    redis_server: RedisServer, limiters: list[RateLimiter]
+) -> None:
+    """A process behind the shared state is paced at its rate; learning it shrinks nothing.
+
+    Its slot was placed at the written rate already: shrunk again by the rate it knew
+    before, the request would go ten times too early.
+    """
+    limits = RateLimits(write=10, burst=1)
+    writer, behind = (shared_limiter(redis_server.url, limits) for _ in range(2))
+    limiters += [writer, behind]
+    store, slow = shared_store(writer), writer._queues["write"].schedule
+    for _ in range(10):  # a second booked at 10/s
+        await store.reserve("write", slow, max_wait=None)
+    control, version, _ = store.snapshot("write")
+    faster = attrs.evolve(control, rate=100.0)
+    fast = writer._queues["write"].schedule_for(faster)
+    assert await store.update("write", faster, version, schedule=fast, pause=0.0, tokens=None)
+    start = time.monotonic()
+    waiting = asyncio.create_task(behind.acquire("POST"))  # 0.1 s at 100/s
+    await asyncio.sleep(0.01)
+    behind._queues["write"].reschedule(faster)  # as it learns the rate it was paced at
+    await asyncio.wait_for(waiting, 10)
+    assert time.monotonic() - start >= 0.9 * 0.1  # never before its slot
+
+
 async def test_keys_are_namespaced_and_expire(
     redis_server: RedisServer, limiters: list[RateLimiter]
 ) -> None:

@@ -254,32 +254,40 @@ class _Queue:
         """
         limiter = self._limiter
         store = limiter._store
+        shared = self._bucket is None
         while True:
             now = limiter._clock()
             max_wait = None if waiter.deadline is None else max(0.0, waiter.deadline - now)
-            slot = await store.reserve(self.name, self.schedule, max_wait=max_wait)
+            schedule = self.schedule
+            self._risen = False
+            slot = await store.reserve(self.name, schedule, max_wait=max_wait)
             if not isinstance(slot, Slot):
                 raise self._timeout_error(limiter._clock() + slot - waiter.arrived, waiter)
             if slot.wait <= 0:
                 return slot
-            rate = self.schedule.rate
+            # The rate the slot was placed at: the store's, which a shared one may have
+            # set faster than the schedule this process knew.
+            rate = 1.0 / slot.interval if slot.interval > 0 else schedule.rate
             due = now + slot.wait
-            self._risen = False
             try:
                 while True:
+                    new_rate = self.schedule.rate
+                    if self._risen and shared and rate and new_rate and new_rate > rate:
+                        # Shared, a faster rate keeps the reservation's place: what is left
+                        # of its wait shrinks as the store shrinks everyone's (given back, a
+                        # slot in a schedule other processes moved on is a slot lost).
+                        self._risen = False
+                        now = limiter._clock()
+                        due = now + (due - now) * rate / new_rate
+                        rate = new_rate
+                        if now >= due - _EPSILON:
+                            return slot
                     await self._nap(due - now)
                     now = limiter._clock()
                     if now >= due - _EPSILON:
                         return slot
-                    new_rate = self.schedule.rate
-                    if not (self._risen and self._bucket is None and rate and new_rate):
+                    if not (self._risen and shared):
                         break
-                    # Shared, a faster rate keeps the reservation's place: what is left of
-                    # its wait shrinks as the store shrinks everyone's (given back, a slot
-                    # in a schedule other processes moved on is a slot lost).
-                    self._risen = False
-                    due = now + (due - now) * min(1.0, rate / new_rate)
-                    rate = new_rate
             except BaseException:
                 await _quietly(store.release(self.name, slot))
                 raise
