@@ -29,14 +29,15 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from sybil import Example, Sybil
 from sybil.evaluators.python import pad
 from sybil.parsers.markdown import CodeBlockParser, SkipParser
 
-from contractsdk.sandbox import SandboxServer
+if TYPE_CHECKING:
+    from contractsdk.sandbox import SandboxServer
 
 _ROOT = Path(__file__).resolve().parent
 #: The settings each documentation file runs with (the others are unset).
@@ -47,10 +48,14 @@ class _ThreadedSandbox:
     """The emulator on a thread and event loop of its own, started once for the session."""
 
     def __init__(self) -> None:
+        # Imported here, not at the top: xdist's controller runs no test and so never
+        # needs the SDK (importing it there delayed the workers' start by 0.3 s).
+        from contractsdk.sandbox import SandboxServer
+
         self.loop = asyncio.new_event_loop()
         # Limits far above what the examples send, stated in rate headers: a client learns
         # them from its first answer instead of starting slowly (as with no headers at all).
-        self.server = SandboxServer(read_rate=1000.0, write_rate=1000.0, burst=100.0)
+        self.server: SandboxServer = SandboxServer(read_rate=1000.0, write_rate=1000.0, burst=100.0)
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self._thread.start()
         self._call(self.server.start())
@@ -166,20 +171,25 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """An xdist worker that has reported everything leaves without tearing its heap down.
+    """Once everything is reported, the process leaves without tearing its heap down.
 
-    Once its session is over, the worker has sent all its reports and the controller only
-    waits for it to exit; freeing every object and module first took 0.4 to 0.8 s of that
-    wait. Coverage, if it measures the worker, writes its data at exit: then it exits as
-    usual.
+    An xdist worker has sent all its reports and the controller only waits for it to exit;
+    freeing every object and module first took 0.4 to 0.8 s of that wait. The controller
+    (or a serial run) has printed its summary, and the 0.2 s its interpreter took to shut
+    down were the suite's last. It leaves with the session's exit status. Coverage, if it
+    measures the process, writes its data at exit: then it exits as usual.
     """
-    if not hasattr(config, "workerinput") or "coverage" in sys.modules:
+    if "coverage" in sys.modules:
         return
+    worker = hasattr(config, "workerinput")
+    session = _session
+    if not worker and session is None:
+        return  # no session ran (--help, a usage error): pytest exits as usual
 
     def leave() -> None:  # registered last, run first of the exit handlers
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(0)
+        os._exit(0 if worker or session is None else int(session.exitstatus))
 
     atexit.register(leave)
 
@@ -234,7 +244,12 @@ def _scheduling(config: pytest.Config, log: Any) -> Any:
     return DocumentScheduling(config, log)
 
 
-def pytest_sessionfinish() -> None:
+_session: pytest.Session | None = None
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
     """Stop the documentation's emulator at the end of the session."""
+    global _session
+    _session = session
     if _sandbox is not None:
         _sandbox.close()

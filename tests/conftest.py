@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
-from contractsdk import ContractClient
-from contractsdk._config import ENV_VARS
-from contractsdk.testing import MockTransport
-from tests._fakeservice import FakeService
-from tests._redisserver import RedisServer
+# The SDK and the fakes are imported where a fixture needs them: xdist's controller loads
+# this file too, runs no test, and started the workers 0.3 s later for importing them.
+if TYPE_CHECKING:
+    from contractsdk import ContractClient
+    from contractsdk.testing import MockTransport
+    from tests._fakeservice import FakeService
+    from tests._redisserver import RedisServer
 
 #: An obviously fake key; tests look for it in logs and reprs.
 API_KEY = "test-key-0123456789abcdef"
@@ -19,22 +23,30 @@ API_KEY = "test-key-0123456789abcdef"
 @pytest.fixture(autouse=True)
 def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Keep a developer's CONTRACTSDK_* variables out of the tests."""
+    from contractsdk._config import ENV_VARS
+
     for name in ENV_VARS.values():
         monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
 def service() -> FakeService:
+    from tests._fakeservice import FakeService
+
     return FakeService()
 
 
 @pytest.fixture
 def transport(service: FakeService) -> MockTransport:
+    from contractsdk.testing import MockTransport
+
     return MockTransport(service)
 
 
 @pytest.fixture
 async def client(transport: MockTransport) -> AsyncIterator[ContractClient]:
+    from contractsdk import ContractClient
+
     async with ContractClient(
         rate_limits=None, api_key=API_KEY, environment="sandbox", transport=transport
     ) as c:
@@ -43,6 +55,8 @@ async def client(transport: MockTransport) -> AsyncIterator[ContractClient]:
 
 @pytest.fixture(scope="session")
 def _redis_process() -> Iterator[RedisServer]:
+    from tests._redisserver import RedisServer
+
     server = RedisServer()
     server.start()
     try:
@@ -63,8 +77,15 @@ def redis_server(_redis_process: RedisServer) -> Iterator[RedisServer]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Load the contractsdk plugin when the package is not installed (its entry point)."""
-    if not config.pluginmanager.has_plugin("contractsdk"):
-        from contractsdk.testing import _plugin
+    """Load the contractsdk plugin (its fixtures) where tests run.
 
-        config.pluginmanager.register(_plugin, "contractsdk")
+    pyproject.toml's addopts turn its entry point off (``-p no:contractsdk``), so that
+    xdist's controller, which runs none, does not import the SDK for it; the plugin is
+    the same module users get through the entry point.
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER") is None and config.getoption("numprocesses", None):
+        return  # xdist's controller
+    from contractsdk.testing import _plugin
+
+    if not config.pluginmanager.is_registered(_plugin):
+        config.pluginmanager.register(_plugin, "contractsdk-fixtures")
