@@ -57,7 +57,7 @@ __all__ = ["BucketState", "Grant", "RateLimiter", "RateLimiterState"]
 
 #: Through a shared store, a learnt rate is written when it moved by more than this share.
 PUBLISH_STEP = 0.02
-#: Through a shared store, how many times a decrease is decided again on what another
+#: Through a shared store, how many times a learning step is decided again on what another
 #: process wrote first (each a compare-and-set).
 _CAS_TRIES = 3
 

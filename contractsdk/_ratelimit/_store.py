@@ -175,7 +175,7 @@ class Store(Protocol):
         """Give a reserved slot back (its holder gave up, or reserves again).
 
         Undone only if no reservation came after it; otherwise the slot is lost (one
-        request's worth of rate).
+        request's worth of rate). Either way it no longer counts as sent.
         """
         ...
 
