@@ -109,6 +109,22 @@ def test_a_slot_is_stamped_with_the_busy_time_it_falls_at() -> None:
     assert paused.busy - busy[0] < 0.5  # two seconds' wait, but not busy ones
 
 
+def test_a_slot_given_back_is_not_counted_as_sent() -> None:
+    """Even when a later reservation keeps its time booked (as through Redis)."""
+    now = [1000.0]
+    store = store_at(now)
+    schedule = Schedule(rate=10.0, tau=0.001, burst=1.0)
+    first = store.take("write", schedule, now[0], max_wait=None)
+    store.take("write", schedule, now[0], max_wait=None)
+    assert isinstance(first, Slot)
+    sent = store.sent("write")
+    store.give_back("write", first)  # not the last one: the schedule keeps its time
+    assert store.sent("write") == pytest.approx(sent / 2)
+    third = store.take("write", schedule, now[0], max_wait=None)
+    assert isinstance(third, Slot)
+    assert third.wait == pytest.approx(0.2)  # the first slot's time stayed booked
+
+
 def test_the_admitted_meter_spans_a_second() -> None:
     """A fixed window's quota, admitted at once each second, reads as its rate.
 

@@ -451,9 +451,9 @@ class LocalStore:
     def give_back(self, bucket: BucketName, slot: Slot) -> None:
         """Undo a reservation if nothing moved the schedule since (see :meth:`Store.release`)."""
         state = self._buckets[bucket]
+        state.meter.remove()
         if slot.interval and state.tat == slot.tat:
             state.tat -= slot.interval
-            state.meter.remove()
 
     def apply(
         self,
