@@ -181,15 +181,17 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     """
     if "coverage" in sys.modules:
         return
-    worker = hasattr(config, "workerinput")
-    session = _session
-    if not worker and session is None:
+    if hasattr(config, "workerinput"):
+        status = 0
+    elif _session is None:
         return  # no session ran (--help, a usage error): pytest exits as usual
+    else:
+        status = int(_session.exitstatus)
 
     def leave() -> None:  # registered last, run first of the exit handlers
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(0 if worker or session is None else int(session.exitstatus))
+        os._exit(status)
 
     atexit.register(leave)
 

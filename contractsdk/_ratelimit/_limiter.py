@@ -382,16 +382,15 @@ class RateLimiter:
             # while the fleet's stays where it was (a slow start of eight processes kept
             # one rise in eight and doubled a second late).
             control, version, _ = store.snapshot(grant.bucket)
-            if grant.epoch != control.epoch:
-                new = control
-                queue.reschedule(new)
-                break
-            decision = self._decide(queue, control, observation, busy)
-            new = decision.control
-            if new.epoch == control.epoch and not _significant(control, new):
-                new = control  # the other write went as far: nothing more to say
-                queue.reschedule(new)
-                break
+            if grant.epoch == control.epoch:
+                decision = self._decide(queue, control, observation, busy)
+                new = decision.control
+                if new.epoch != control.epoch or _significant(control, new):
+                    continue  # write what was decided again
+            # The other write moved the epoch on, or went as far as this step would.
+            new = control
+            queue.reschedule(new)
+            break
         else:
             queue.reschedule(new)  # lost every time: this process paces as it decided
         if new.epoch != queue.epoch:
