@@ -410,6 +410,12 @@ class TokenAuth:
                 return None  # the holder never delivered: fetch our own
             await self._sleep(TOKEN_POLL)
         try:
+            # Another process may have stored its token and let go of the lock between our
+            # read and our lock: read again before asking the token endpoint a second time.
+            with contextlib.suppress(RedisUnavailableError):
+                token = self._unseal(await shared.call(lambda: client.get(key)))
+                if token is not None and self._clock() < token.refresh_at:
+                    return token
             token = await self._request()
             sealed = self._seal(token)
             ttl = int((token.expires_at - self._clock()) * 1000)

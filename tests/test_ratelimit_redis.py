@@ -25,11 +25,21 @@ import attrs
 import pytest
 import redis.asyncio as aioredis
 
-from contractsdk import ClientCredentials, ConfigurationError, ContractClient, RateLimits
+from contractsdk import (
+    ClientCredentials,
+    ConfigurationError,
+    ContractClient,
+    RateLimits,
+    Request,
+    Response,
+)
+from contractsdk._auth import TokenAuth
+from contractsdk._config import Environment
 from contractsdk._ratelimit import Grant, RateLimiter, Slot
 from contractsdk._ratelimit._redis import TTL, RedisStore
 from contractsdk._redis import SharedRedis
 from contractsdk.sandbox import SandboxServer
+from contractsdk.testing import json_response
 from tests._redisserver import RedisServer, key_name
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -465,6 +475,39 @@ async def test_the_token_is_fetched_once_for_every_process(
     routes = counters["by_route"]
     assert isinstance(routes, dict)
     assert routes["POST /oauth/token"] == 1
+
+
+async def test_a_token_stored_while_taking_the_lock_is_not_fetched_again(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process finds no token, and before it takes the lock another stores one and lets go.
+
+    The lock is then free, but the token is there: one token request, not two.
+    """
+    shared = SharedRedis(redis_server.url, prefix="contractsdk:test-token:", timeout=10.0)
+    requests: list[Request] = []
+
+    async def token_endpoint(request: Request) -> Response:
+        requests.append(request)
+        return json_response(200, {"access_token": f"at-{len(requests)}", "expires_in": 3600})
+
+    credentials = ClientCredentials(client_id="cid", client_secret="s3cr3t-client-secret")
+    first, second = (
+        TokenAuth(credentials, Environment.SANDBOX, token_endpoint, shared=shared) for _ in range(2)
+    )
+    take_lock = shared.client.set
+
+    async def set_after_the_other_process(*args: Any, **kwargs: Any) -> Any:
+        monkeypatch.setattr(shared.client, "set", take_lock)
+        await first.token()  # reads no token, locks, fetches, stores, unlocks
+        return await take_lock(*args, **kwargs)
+
+    monkeypatch.setattr(shared.client, "set", set_after_the_other_process)
+    try:
+        assert await second.token() == await first.token() == "at-1"
+    finally:
+        await shared.aclose()
+    assert len(requests) == 1
 
 
 async def test_the_shared_token_is_sealed(redis_server: RedisServer) -> None:
