@@ -196,20 +196,21 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     atexit.register(leave)
 
 
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # a hook of xdist's, asked early
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """One worker more than there are CPUs (one on a single CPU).
+
+    Some tests wait on other processes (the CLI in a terminal, a killed bulk run,
+    redis-server): a third worker on two CPUs runs while they wait. On two CPUs, eight
+    runs of each in turn: 11.7 s median with three workers, 12.9 s with two, 13.0 s
+    with two under xdist's ``load`` (as before).
+    """
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return cpus + 1 if cpus and cpus > 1 else 1
+
+
 class _XdistDocuments:
-    """How many workers ``-n auto`` starts, and the scheduler for ``--dist load``."""
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_xdist_auto_num_workers(self, config: pytest.Config) -> int:
-        """One worker more than there are CPUs (one on a single CPU).
-
-        Some tests wait on other processes (the CLI in a terminal, a killed bulk run,
-        redis-server): a third worker on two CPUs runs while they wait. On two CPUs, eight
-        runs of each in turn: 11.7 s median with three workers, 12.9 s with two, 13.0 s
-        with two under xdist's ``load`` (as before).
-        """
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-        return cpus + 1 if cpus and cpus > 1 else 1
+    """Makes the scheduler for ``--dist load`` (the default with ``-n``): :func:`_scheduling`."""
 
     @pytest.hookimpl(tryfirst=True)  # before xdist's own, which would make a LoadScheduling
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:

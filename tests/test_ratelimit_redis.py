@@ -186,8 +186,8 @@ async def test_a_pause_holds_every_process(
     first, second = (shared_limiter(redis_server.url, limits) for _ in range(2))
     limiters += [first, second]
     grant = await first.acquire("POST")
+    start = time.monotonic()  # before the pause begins: it ends 0.1 s after this at the least
     await first.record(grant, 429, {"retry-after-ms": "100"})
-    start = time.monotonic()
     await asyncio.wait_for(second.acquire("POST"), 10)
     assert time.monotonic() - start >= 0.09  # its own bucket would grant at once
 
@@ -332,13 +332,13 @@ async def test_a_slot_placed_at_the_shared_rate_is_not_shrunk_again(
     writer, behind = (shared_limiter(redis_server.url, limits) for _ in range(2))
     limiters += [writer, behind]
     store, slow = shared_store(writer), writer._queues["write"].schedule
+    start = time.monotonic()  # before the first slot, which the one awaited is 0.1 s after
     for _ in range(10):  # a second booked at 10/s
         await store.reserve("write", slow, max_wait=None)
     control, version, _ = store.snapshot("write")
     faster = attrs.evolve(control, rate=100.0)
     fast = writer._queues["write"].schedule_for(faster)
     assert await store.update("write", faster, version, schedule=fast, pause=0.0, tokens=None)
-    start = time.monotonic()
     waiting = asyncio.create_task(behind.acquire("POST"))  # 0.1 s at 100/s
     await asyncio.sleep(0.01)
     behind._queues["write"].reschedule(faster)  # as it learns the rate it was paced at
