@@ -5,8 +5,8 @@ The emulator runs in a separate process (``python -m contractsdk.sandbox``) so t
 (``/__sandbox/``) resets it between rows, changes its limits and reads its counters; those
 calls are synchronous and made between measurements, never inside one.
 
-Servers that are not the emulator (``_servers.py``) and the Redis of ``_procs.py`` share
-the process plumbing here: :class:`ProcessContext`, :func:`stop_process`,
+Servers that are not the emulator (``_servers.py``, ``_nginx.py``) and the Redis of
+``_redis.py`` share the process plumbing here: :class:`ProcessContext`, :func:`stop_process`,
 :func:`process_cpu_seconds`, :func:`free_port`, :func:`http_json`, and the
 :class:`Server` protocol every benchmark server follows.
 """
@@ -205,7 +205,7 @@ class ProcessContext:
 
 
 class Server(Protocol):
-    """What a benchmark needs of a rate-limited server: the emulator or ``_servers.py``'s.
+    """What a benchmark needs of a rate-limited server: the emulator, ``_servers.py``'s, nginx.
 
     ``counters()`` has at least ``requests`` (every API request), ``rate_limited`` (those
     answered 429) and a count of contracts created (``created``, or the emulator's

@@ -15,11 +15,11 @@ tasks through its phases (busy, idle, busy …), then prints one JSON line:
 
 A worker is contractsdk (``ContractClient(api_key, base_url, rate_limits, redis=…)``, the
 default retries) or what users write instead: aiohttp, an aiolimiter ``AsyncLimiter`` at
-its share of the limit, and tenacity on 429 (``bench_ratelimit``'s). :class:`Fleet` adds
+its share of the limit, and tenacity on 429 (``_ratelimit_limit``'s). :class:`Fleet` adds
 the workers up: successes/s, per-process rates, Jain's fairness index, the summed series.
 
-:class:`RedisServer` runs a throwaway ``redis-server`` (no persistence, its own folder)
-for the workers that share their limiter through Redis.
+The workers that share their limiter through Redis get its URL from
+:class:`benchmarks._redis.RedisServer`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ import asyncio
 import itertools
 import json
 import math
-import os
 import subprocess
 import sys
 import tempfile
@@ -40,29 +39,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks._harness import (
-    START_TIMEOUT,
-    ProcessContext,
-    Server,
-    Target,
-    executable,
-    free_port,
-    stop_process,
-    wait_for_port,
-)
+from benchmarks._harness import START_TIMEOUT, Server, Target, stop_process
+from benchmarks._redis import RedisServer
 
 __all__ = [
     "SAMPLE",
     "STEP",
     "Fleet",
     "Measured",
-    "RedisServer",
     "WorkerResult",
     "WorkerSpec",
     "jain",
     "measure",
     "rate_line",
-    "redis_binary",
     "run_fleet",
     "settle_time",
     "verdict",
@@ -366,56 +355,6 @@ def verdict(checks: Sequence[tuple[str, bool]]) -> str:
 
 
 # --------------------------------------------------------------------------------------
-# Redis
-
-
-def redis_binary() -> str | None:
-    """The ``redis-server`` executable, or None when it is not installed.
-
-    ``CONTRACTSDK_TEST_REDIS_SERVER`` names another (``valkey-server``) to measure that.
-    """
-    return os.environ.get("CONTRACTSDK_TEST_REDIS_SERVER") or executable(
-        "redis-server", "/usr/bin/redis-server"
-    )
-
-
-class RedisServer(ProcessContext):
-    """A throwaway ``redis-server`` on 127.0.0.1: no persistence, in a temporary folder."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self._dir: tempfile.TemporaryDirectory[str] | None = None
-        self._process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        """Start it and wait until it listens."""
-        binary = redis_binary()
-        if binary is None:
-            raise FileNotFoundError("redis-server is not installed")
-        self._dir = tempfile.TemporaryDirectory(prefix="bench-redis-")
-        argv = [binary, "--port", str(self.port), "--bind", "127.0.0.1"]
-        argv += ["--save", "", "--appendonly", "no", "--dir", self._dir.name]
-        self._process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for_port(self.port, self._process)
-
-    def stop(self) -> None:
-        """Stop it and remove its folder."""
-        process, self._process = self._process, None
-        stop_process(process)
-        if self._dir is not None:
-            self._dir.cleanup()
-            self._dir = None
-
-    def flushall(self) -> None:
-        """Forget every key (between rows)."""
-        import redis
-
-        with redis.Redis(host="127.0.0.1", port=self.port) as connection:
-            connection.flushall()
-
-
-# --------------------------------------------------------------------------------------
 # The worker's side
 
 Create = Callable[[int], Awaitable[object]]
@@ -473,7 +412,7 @@ async def _aiolimiter_client(spec: WorkerSpec) -> _Client:
     import aiohttp
     from aiolimiter import AsyncLimiter
 
-    from benchmarks.bench_ratelimit import _with_tenacity
+    from benchmarks._ratelimit_limit import with_tenacity
 
     target = spec.target
     headers = {"Authorization": f"Bearer {spec.api_key}", "X-Bench-Client": spec.name}
@@ -494,7 +433,7 @@ async def _aiolimiter_client(spec: WorkerSpec) -> _Client:
             return await response.json()
 
     return _Client(
-        create=_with_tenacity(post),
+        create=with_tenacity(post),
         close=session.close,
         requests=lambda: counts["requests"],
         throttled=lambda: counts["429"],

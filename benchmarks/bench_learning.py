@@ -45,6 +45,8 @@ from pathlib import Path
 
 from benchmarks._charts import Bar, command_line, pyplot, run_note, scenario_bars
 from benchmarks._harness import Server, environment_line, table
+from benchmarks._limiters import Limits
+from benchmarks._nginx import NginxServer, nginx_binary
 from benchmarks._procs import (
     SAMPLE,
     STEP,
@@ -56,7 +58,7 @@ from benchmarks._procs import (
     settle_time,
     verdict,
 )
-from benchmarks._servers import Limits, LimitServer, NginxServer, nginx_binary
+from benchmarks._servers import LimitServer
 
 #: The servers, by name: ``_servers.py``'s algorithm and headers (rate and burst are set
 #: per row), or None for nginx.

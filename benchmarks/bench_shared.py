@@ -44,17 +44,11 @@ from pathlib import Path
 
 from benchmarks._charts import Line, Panel, command_line, rates_over_time, run_note
 from benchmarks._harness import Server, environment_line, table
-from benchmarks._procs import (
-    Measured,
-    RedisServer,
-    WorkerSpec,
-    count_line,
-    measure,
-    rate_line,
-    redis_binary,
-    verdict,
-)
-from benchmarks._servers import Limits, LimitServer, NginxServer, nginx_binary, nginx_rate
+from benchmarks._limiters import Limits
+from benchmarks._nginx import NginxServer, nginx_binary, nginx_rate
+from benchmarks._procs import Measured, WorkerSpec, count_line, measure, rate_line, verdict
+from benchmarks._redis import RedisServer, redis_binary
+from benchmarks._servers import LimitServer
 
 
 @dataclass(frozen=True)

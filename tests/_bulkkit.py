@@ -1,4 +1,4 @@
-"""Shared helpers of the bulk tests: terms, rows, a fake service with faults, clients.
+"""Shared helpers of the bulk tests: terms, rows, a fake service with faults, clients, jobs.
 
 For the end-to-end tests: the emulator's team, the journal's counts, and the command run
 in a process of its own (to be killed or interrupted) or resumed in this one.
@@ -139,6 +139,40 @@ def client_for(handler: Any, **options: Any) -> ContractClient:
     return ContractClient(
         api_key=API_KEY, environment="sandbox", transport=MockTransport(handler), **options
     )
+
+
+#: Every in-process job test gives up after this long (2 shared cores: generous).
+JOB_LIMIT = 60.0
+
+
+def job_for(client: Any, source: Any, **options: Any) -> BulkJob:
+    options.setdefault("team_id", TEAM)
+    options.setdefault("template_id", TEMPLATE)
+    options.setdefault("created_by", USER)
+    options.setdefault("round_delay", 0.0)
+    return BulkJob(client, source, **options)
+
+
+async def collect(job: BulkJob) -> list[RowOutcome]:
+    async def run() -> list[RowOutcome]:
+        return [outcome async for outcome in job.run()]
+
+    return await asyncio.wait_for(run(), JOB_LIMIT)
+
+
+def by_state(outcomes: list[RowOutcome]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for outcome in outcomes:
+        counts[outcome.state] = counts.get(outcome.state, 0) + 1
+    return counts
+
+
+def posted_names(service: FaultyService) -> list[str]:
+    names = []
+    for request in service.posts:
+        fields = request.json()["fields"]
+        names.append(next(f["value"] for f in fields if f["name"] == "contract_name"))
+    return names
 
 
 # -- end to end: the emulator, the journal, the command -------------------------------

@@ -18,6 +18,8 @@ T = TypeVar("T")
 
 #: The fake wall clock's offset from the fake monotonic clock (2026-01-01T00:00:00Z).
 WALL_OFFSET = 1_767_225_600.0
+#: What ``FakeClock().wall()`` reads at the start (its monotonic clock starts at 1000.0).
+NOW_WALL = WALL_OFFSET + 1000.0
 
 
 class DeadlockError(AssertionError):

@@ -8,7 +8,6 @@ import csv
 import io
 import pickle
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,18 +15,15 @@ from contractsdk import ContractClient, RateLimits, Request, Response
 from contractsdk.bulk import BulkJob, BulkSummary, RowOutcome, UnknownColumnsError, example_csv
 from contractsdk.bulk._rows import suggest_term
 from contractsdk.testing import MockTransport
-from tests._bulkkit import TEAM, TEMPLATE, USER, FaultyService, client_for, journal_counts, rows
+from tests._bulkkit import (
+    JOB_LIMIT,
+    FaultyService,
+    client_for,
+    job_for,
+    journal_counts,
+    rows,
+)
 from tests.conftest import API_KEY
-
-LIMIT = 60.0
-
-
-def job_for(client: Any, source: Any, **options: Any) -> BulkJob:
-    options.setdefault("team_id", TEAM)
-    options.setdefault("template_id", TEMPLATE)
-    options.setdefault("created_by", USER)
-    options.setdefault("round_delay", 0.0)
-    return BulkJob(client, source, **options)
 
 
 def write_csv(path: Path, count: int) -> Path:
@@ -62,7 +58,7 @@ async def stop_after(job: BulkJob, created: int) -> list[RowOutcome]:
             if sum(o.state == "created" for o in seen) == created:
                 job.stop()
 
-    await asyncio.wait_for(consume(), LIMIT)
+    await asyncio.wait_for(consume(), JOB_LIMIT)
     return seen
 
 
@@ -88,7 +84,7 @@ async def abort_in_flight(job: BulkJob, created: int, gate: Gate) -> None:
         await gate.holding.wait()
 
     reading, ready = asyncio.create_task(consume()), asyncio.create_task(both())
-    done, _ = await asyncio.wait({reading, ready}, timeout=LIMIT, return_when="FIRST_COMPLETED")
+    done, _ = await asyncio.wait({reading, ready}, timeout=JOB_LIMIT, return_when="FIRST_COMPLETED")
     assert ready in done, "the job ended or stalled before a create was held"
     job.abort()
     reading.cancel()  # as the CLI cancels its task
@@ -217,7 +213,7 @@ async def test_progress_stops_its_clock_when_the_job_stops(tmp_path: Path) -> No
                     assert first.stopping and first.eta is None
                     gate.set()
 
-        await asyncio.wait_for(consume(), LIMIT)
+        await asyncio.wait_for(consume(), JOB_LIMIT)
     assert job.summary is not None and in_one_state(job.summary) == 20
 
 

@@ -9,9 +9,7 @@ import pytest
 
 from contractsdk import Headers
 from contractsdk._headers import RateLimitHints, parse_rate_limit_headers
-from tests._fakeclock import WALL_OFFSET
-
-NOW_WALL = WALL_OFFSET + 1000.0  # FakeClock() starts at 1000.0
+from tests._fakeclock import NOW_WALL
 
 
 def hints(headers: Mapping[str, str]) -> RateLimitHints:

@@ -1,0 +1,318 @@
+"""The rate limiter's learning on a fake clock: slow start, decreases, policy headers."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+import attrs
+import pytest
+
+from contractsdk._ratelimit import (
+    PACING,
+    SLOW_START_RATE,
+    Control,
+    LocalStore,
+    RateLimiter,
+    RateLimits,
+    bucket_name,
+)
+from contractsdk._ratelimit._control import BETA
+from contractsdk._ratelimit._limits import BucketName
+from tests._fakeclock import FakeClock
+from tests._limiterkit import answer, make_limiter
+
+
+async def drive(
+    clock: FakeClock,
+    limiter: RateLimiter,
+    seconds: float,
+    *,
+    method: str = "POST",
+    status: int = 200,
+    tasks: int = 8,
+) -> list[float]:
+    """Hammer the limiter from ``tasks`` tasks for ``seconds``; record ``status`` each time."""
+    end = clock() + seconds
+    rates: list[float] = []
+
+    async def worker() -> None:
+        while clock() < end:
+            await limiter.acquire(method)
+            await clock.sleep(0.01)  # the request's round trip
+            await answer(limiter, method, status, {})
+            rate = limiter.state[bucket_name(method)].rate
+            assert rate is not None
+            rates.append(rate)
+
+    await clock.run(asyncio.gather(*(worker() for _ in range(tasks))))
+    return rates
+
+
+async def test_429_lowers_the_rate_and_it_climbs_back() -> None:
+    """A 429 cuts the rate by about beta; without 429s it climbs back to the ceiling, not above."""
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits(write=100))
+    await drive(clock, limiter, 2.0)
+    await answer(limiter, "POST", 429, {})
+    assert limiter.state.write.rate == 100 * PACING  # a first strike at the told limit
+    await answer(limiter, "POST", 429, {})
+    lowered = limiter.state.write.rate
+    assert lowered is not None
+    assert 0.6 * 100 * PACING <= lowered <= BETA * 100 * PACING + 1e-9
+    rates = await drive(clock, limiter, 10.0)
+    assert rates == sorted(rates)  # climbs steadily
+    assert max(rates) == pytest.approx(100 * PACING)
+    assert rates[0] < 100 * PACING
+
+
+async def test_learning_never_exceeds_a_tiny_ceiling() -> None:
+    """A configured rate under the learning's floor (0.5/s) still bounds the learned rate."""
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits(read=0.2))
+    await limiter.acquire("GET")
+    await answer(limiter, "GET", 429, {})
+    assert limiter.state.read.rate == 0.2 * PACING
+    for _ in range(5):
+        await clock.run(limiter.acquire("GET"))
+        await answer(limiter, "GET", 200, {})
+        assert limiter.state.read.rate == 0.2 * PACING
+
+
+async def test_echoes_of_one_overload_lower_the_rate_once() -> None:
+    """429s for requests granted before the decrease are counted, not acted on again.
+
+    At the told limit the first overload is a strike (it only pauses); its echoes are not
+    a second one. A request granted after it is fresh: its 429 lowers the rate. The next,
+    in an epoch too young to measure, is the same overload draining: it backs off longer
+    but does not lower the rate again.
+    """
+    clock = FakeClock()
+    limiter = make_limiter(
+        clock, RateLimits(write=100, burst=7)
+    )  # five at once after the idle margin
+    await clock.advance(1)
+    go = asyncio.Event()
+    rates: list[float | None] = []
+
+    async def request() -> None:
+        grant = await limiter.acquire("POST")
+        await go.wait()
+        await limiter.record(grant, 429, {})
+        rates.append(limiter.state.write.rate)
+
+    tasks = [asyncio.ensure_future(request()) for _ in range(5)]
+    await clock.settle()
+    before = limiter.state.write.rate
+    assert before == 100 * PACING
+    go.set()
+    await clock.run(asyncio.gather(*tasks))
+    assert limiter.state.write.throttles == 5
+    assert rates == [before] * 5
+    grant = await clock.run(limiter.acquire("POST"))
+    await limiter.record(grant, 429, {})
+    lowered = limiter.state.write.rate
+    assert lowered is not None
+    assert lowered < before
+    grant = await clock.run(limiter.acquire("POST"))
+    await limiter.record(grant, 429, {})
+    again = limiter.state.write.rate
+    assert again == lowered
+    assert limiter.state.write.paused_for > 1.5 / lowered
+
+
+def test_a_429_counts_in_a_row_only_for_requests_granted_after_the_last() -> None:
+    """Requests granted at once before a 429 is answered echo it; one granted after is fresh.
+
+    The requests a bucket grants at once share their grant: the count of 429s in a row
+    must still tell the ones granted before an overload from the ones granted after it.
+    """
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits(read=100, burst=10))
+    clock.now += 1.0  # idle: a burst to grant at once
+    queue = limiter._queues["read"]
+    first, second = limiter.try_acquire("GET"), limiter.try_acquire("GET")
+    assert first is not None and second is not None
+    assert limiter.note(first, 429, {}) is not None
+    assert queue.streak == 1
+    limiter.note(second, 429, {})  # out before the first 429 came back: an echo
+    assert (queue.streak, queue.throttles) == (1, 2)
+    third = limiter.try_acquire("GET")
+    assert third is not None
+    limiter.note(third, 429, {})
+    assert queue.streak == 2
+    fourth = limiter.try_acquire("GET")
+    assert fourth is not None
+    limiter.note(second, 200, {})  # a success of a request granted before: no reset
+    assert queue.streak == 2
+    limiter.note(fourth, 200, {})
+    assert queue.streak == 0
+
+
+async def test_unknown_limits_slow_start_then_learn() -> None:
+    """Unknown limits: start at a modest rate, raise it while it is all used, lower on a 429."""
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits())
+    state = limiter.state.write
+    assert (state.rate, state.learning, state.limit) == (SLOW_START_RATE, True, None)
+    rates = await drive(clock, limiter, 1.0, tasks=64)
+    assert rates[-1] > 4 * SLOW_START_RATE  # about doubling every quarter second
+    await answer(limiter, "POST", 429, {})
+    state = limiter.state.write
+    assert state.learning is False
+    assert state.rate is not None
+    assert state.rate < rates[-1]
+
+
+async def test_slow_start_does_not_grow_while_idle() -> None:
+    """A client that does not use its rate does not raise it."""
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits())
+    for _ in range(50):
+        await clock.run(limiter.acquire("GET"))
+        await answer(limiter, "GET", 200, {})
+        await clock.advance(1.0)
+    rate = limiter.state.read.rate
+    assert rate is not None
+    assert rate < 1.2 * SLOW_START_RATE  # only the very first request used every token
+
+
+async def test_policy_header_sets_the_rate() -> None:
+    """RateLimit-Policy gives the service's rate: learning stops and the bucket paces under it."""
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits())
+    await answer(limiter, "GET", 200, {"RateLimit-Policy": '"default";q=50;w=1'})
+    state = limiter.state.read
+    assert (state.rate, state.limit, state.learning, state.server_limit) == (
+        50 * PACING,
+        50.0,
+        False,
+        50.0,
+    )
+    assert limiter.state.write.learning is True
+
+
+async def test_policy_header_lowers_a_configured_rate() -> None:
+    """A declared policy under the configured rate becomes the ceiling; one above is ignored."""
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits(write=100))
+    await answer(limiter, "POST", 200, {"RateLimit-Policy": "p;q=600;w=60"})
+    assert limiter.state.write.limit == 10.0
+    assert limiter.state.write.rate == 10 * PACING
+    await answer(limiter, "POST", 200, {"RateLimit-Policy": "p;q=1000;w=1"})
+    assert limiter.state.write.limit == 100.0
+
+
+@pytest.mark.parametrize("seed", range(6))
+async def test_a_paced_bucket_takes_repeated_headers_as_learn_would(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Answers that repeat what a told bucket knows skip learn(), and end in the same state.
+
+    Two limiters see the same answers at the same times; one is made to learn from every
+    answer. Their buckets (tokens, pause, rate, what they know of the server) stay equal.
+    """
+    rng = random.Random(seed)
+    clock = FakeClock()
+    fast = make_limiter(clock, RateLimits(write=50, burst=10))
+    slow = make_limiter(clock, RateLimits(write=50, burst=10))
+    monkeypatch.setattr(slow, "_paced_answer", lambda *args: False)
+    learnt = 0
+    original = RateLimiter.learn
+
+    async def counting(self: RateLimiter, *args: object) -> None:
+        nonlocal learnt
+        learnt += self is fast
+        await original(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(RateLimiter, "learn", counting)
+    for _ in range(60):
+        headers = {"X-RateLimit-Limit": rng.choice(["50", "50", "50", "40"])}
+        headers["X-RateLimit-Remaining"] = str(rng.choice([0, 1, 2, 5, 9, 9, 9, 30]))
+        headers["X-RateLimit-Reset"] = str(rng.choice([1, 1, 2]))
+        if rng.random() < 0.1:
+            headers["Retry-After"] = "1"
+        status = rng.choice([200, 200, 200, 201, 503])
+        grants = await clock.run(asyncio.gather(fast.acquire("POST"), slow.acquire("POST")))
+        for limiter, grant in zip((fast, slow), grants, strict=True):
+            await limiter.record(grant, status, headers)
+        assert fast.state == slow.state
+        await clock.advance(rng.choice([0.0, 0.005, 0.02, 0.1, 1.0]))
+    assert learnt < 60  # the fast path was taken
+
+
+async def test_idle_time_never_enters_the_measured_rate() -> None:
+    """A client that idled before a 429 keeps W near what it sent while busy.
+
+    Counting the idle spell made a woken client measure a tiny rate and collapse to ~1/s.
+    """
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits(write=100))
+    await drive(clock, limiter, 2.0, tasks=16)
+    busy_rate = limiter.state.write.rate
+    assert busy_rate == 100 * PACING
+    await clock.advance(30)  # idle
+    grants = [await clock.run(limiter.acquire("POST")) for _ in range(3)]
+    await limiter.record(grants[-1], 429, {})
+    rate = limiter.state.write.rate
+    assert rate is not None and rate >= 0.5 * 100
+
+
+@pytest.mark.parametrize(("limit", "paced"), [("25", 24.0), ("100", 99.0), ("1000", 990.0)])
+async def test_a_named_limit_leaves_a_request_of_each_window_spare(
+    limit: str, paced: float
+) -> None:
+    """The learning paces a named limit at PACING of it, or one request a window under it.
+
+    A sliding log of 25 a second refuses the 26th in any second: 1 % of 25 is no margin.
+    """
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits())
+    headers = {"X-RateLimit-Limit": limit, "X-RateLimit-Remaining": "5", "X-RateLimit-Reset": "1"}
+    await answer(limiter, "POST", 201, headers, await limiter.acquire("POST"))
+    assert limiter.state.write.rate == pytest.approx(paced)
+
+
+async def test_a_decrease_that_loses_a_race_is_decided_again() -> None:
+    """A fresh 429's decrease is not lost when another process wrote the state first.
+
+    Through Redis the state is compare-and-set: a process whose snapshot is stale loses.
+    Lost, the decrease left the fleet's slow start doubling on past the limit (traced with
+    four processes against nginx: a decrease from ``slow:208`` lost, and the next 429
+    found ``slow:216``). It is decided again on what the other wrote, since that was still
+    in the 429's epoch.
+    """
+    clock = FakeClock()
+    races: list[LocalStore] = []
+
+    def raced(initial: dict[BucketName, Control]) -> LocalStore:
+        """Memory, where another process's rise lands just before this one's next update."""
+        store = LocalStore(clock, initial)
+        update = store.update
+
+        async def racing(bucket: BucketName, control: Control, version: int, **kw: Any) -> bool:
+            if not races:
+                races.append(store)
+                theirs, current, _ = store.snapshot(bucket)
+                assert theirs.rate is not None
+                risen = attrs.evolve(theirs, rate=theirs.rate * 1.5)  # same epoch: a rise
+                options = {**kw, "pause": 0.0, "tokens": None}
+                assert store.apply(bucket, risen, current, now=0.0, **options)
+            return await update(bucket, control, version, **kw)
+
+        store.update = racing  # type: ignore[method-assign]
+        return store
+
+    limiter = RateLimiter(
+        RateLimits(), store=raced, clock=clock, wall_clock=clock.wall, sleep=clock.sleep
+    )
+    grant = await clock.run(limiter.acquire("POST"))
+    before = limiter.state.write.rate
+    assert before is not None
+    await limiter.record(grant, 429, {})
+    assert races  # the race happened
+    shared, _, _ = races[0].snapshot("write")
+    assert shared.epoch == grant.epoch + 1
+    assert shared.phase == "cubic"
+    assert shared.rate is not None and shared.rate < before

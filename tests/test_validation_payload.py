@@ -1,0 +1,159 @@
+"""Tests of contractsdk.validation's payload: flat values as nested fields, and back."""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from contractsdk import TermValidationError
+from contractsdk.models import Term
+from contractsdk.resources.contracts import flatten_fields
+from contractsdk.validation import TermSet, values_from_fields
+from tests._termkit import terms_fixture  # noqa: F401  # the fixture `terms`
+
+# -- Building the payload -------------------------------------------------------------------
+
+#: Values three levels deep (rent frequency › break clause › its start), given out of order.
+NESTED_VALUES = {
+    "contract_agreementDate": "2024-05-01",
+    "contract_breakClauseStart": "3 months",
+    "contract_breakClause": "breakClauseYes",
+    "contract_rentFrequency": "month",
+    "contract_name": "Lease",
+}
+
+
+def test_build_fields_nests_answers_in_template_order(terms: TermSet) -> None:
+    """Flat values become the nested fields payload of §7, in template order, 3 levels deep."""
+    values = NESTED_VALUES
+    assert terms.build_fields(values) == [
+        {"id": 1, "name": "contract_name", "value": "Lease"},
+        {
+            "id": 2,
+            "name": "contract_rentFrequency",
+            "value": "month",
+            "nested_fields": [
+                {
+                    "id": 3,
+                    "name": "contract_breakClause",
+                    "value": "breakClauseYes",
+                    "nested_fields": [
+                        {"id": 4, "name": "contract_breakClauseStart", "value": "3 months"}
+                    ],
+                }
+            ],
+        },
+        {"id": 12, "name": "contract_agreementDate", "value": "2024-05-01"},
+    ]
+
+
+def test_build_fields_omits_nested_fields_without_answers(terms: TermSet) -> None:
+    """A chosen option without nested answers gets no nested_fields key at all."""
+    assert terms.build_fields({"contract_rentFrequency": "week", "contract_pets": "petsYes"}) == [
+        {"id": 2, "name": "contract_rentFrequency", "value": "week"},
+        {"id": 10, "name": "contract_pets", "value": "petsYes"},
+    ]
+
+
+def test_build_fields_of_nothing_is_empty(terms: TermSet) -> None:
+    """No values give an empty payload (nothing is required unless require_all)."""
+    assert terms.build_fields({}) == []
+
+
+def test_check_holds_the_nested_and_the_flat_form(terms: TermSet) -> None:
+    """check() gives build_fields' payload, validate's mapping and the flat stored fields."""
+    values = NESTED_VALUES
+    checked = terms.check(values)
+    assert checked.fields == terms.build_fields(values)
+    assert checked.by_name == terms.validate(values)
+    assert checked.flat == flatten_fields(checked.fields)  # the order the service stores
+    assert [(field.id, field.name, field.value) for field in checked.flat] == [
+        (1, "contract_name", "Lease"),
+        (2, "contract_rentFrequency", "month"),
+        (3, "contract_breakClause", "breakClauseYes"),
+        (4, "contract_breakClauseStart", "3 months"),
+        (12, "contract_agreementDate", "2024-05-01"),
+    ]
+    assert checked.by_id == {
+        1: "Lease",
+        2: "month",
+        3: "breakClauseYes",
+        4: "3 months",
+        12: "2024-05-01",
+    }
+
+
+def test_check_keeps_a_term_without_an_id_by_name() -> None:
+    """A term the service sent without an id is sent and stored by its name alone."""
+    terms = TermSet([Term(id=None, name="contract_name", label="Name")])
+    checked = terms.check({"contract_name": "Lease"})
+    assert checked.fields == [{"name": "contract_name", "value": "Lease"}]
+    assert [(field.id, field.name) for field in checked.flat] == [(None, "contract_name")]
+    assert checked.by_id == {}
+
+
+def test_check_raises_before_building(terms: TermSet) -> None:
+    """check() refuses wrong values as validate does, with the same problems."""
+    values = {"contract_rentFrequency": "fortnight", "contract_nme": "x"}
+    with pytest.raises(TermValidationError) as from_check:
+        terms.check(values)
+    with pytest.raises(TermValidationError) as from_validate:
+        terms.validate(values)
+    assert from_check.value.problems == from_validate.value.problems
+
+
+def test_validate_returns_strings_in_template_order(terms: TermSet) -> None:
+    """Validation returns {name: string} for the applicable terms, in template order."""
+    result = terms.validate({"contract_pets": "petsYes", 1: "Lease", "contract_petsDetails": 2})
+    assert result == {
+        "contract_name": "Lease",
+        "contract_pets": "petsYes",
+        "contract_petsDetails": "2",
+    }
+    assert list(result) == ["contract_name", "contract_pets", "contract_petsDetails"]
+
+
+def test_build_fields_raises_before_building(terms: TermSet) -> None:
+    """build_fields validates first and raises the same error."""
+    with pytest.raises(TermValidationError) as caught:
+        terms.build_fields({"contract_rentFrequency": "fortnight"})
+    assert [problem.kind for problem in caught.value.problems] == ["not_an_option"]
+
+
+# -- Round trip -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {},
+        {"contract_name": "Lease", "contract_agreementDate": date(2024, 1, 2)},
+        {
+            "contract_rentFrequency": "month",
+            "contract_breakClause": "breakClauseYes",
+            "contract_breakClauseStart": "3 months",
+            "contract_letType": "hmo",
+            "contract_room": 4,
+            "contract_houseRules": "rulesYes",
+            "contract_pets": "petsYes",
+            "contract_petsDetails": Decimal("2"),
+        },
+        {2: "week", "5": "bedsit", "contract_room": "R", 10: "petsNo"},
+    ],
+)
+def test_values_from_fields_inverts_build_fields(terms: TermSet, values: dict[Any, Any]) -> None:
+    """values_from_fields(build_fields(v)) == validate(v)."""
+    assert values_from_fields(terms.build_fields(values)) == terms.validate(values)
+
+
+def test_values_from_fields_reads_both_nested_spellings() -> None:
+    """values_from_fields reads nested_fields and nestedFields, and keys nameless ones by id."""
+    payload = [
+        {"id": 2, "value": "month", "nestedFields": [{"id": 3, "name": "b", "value": "x"}]},
+        {"id": 5, "name": "a", "value": "hmo", "nested_fields": [{"id": 6, "value": "R"}]},
+        {"id": 7, "name": "no_value"},
+    ]
+    assert values_from_fields(payload) == {2: "month", "b": "x", "a": "hmo", 6: "R"}
