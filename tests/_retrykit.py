@@ -2,18 +2,8 @@
 
 from __future__ import annotations
 
-from contractsdk import (
-    APIError,
-    AuthenticationError,
-    BadRequestError,
-    ConflictError,
-    NotFoundError,
-    PermissionDeniedError,
-    RateLimitError,
-    Request,
-    ServerError,
-    UnprocessableEntityError,
-)
+from contractsdk import APIError, Request, ServerError
+from contractsdk._exceptions import _STATUS_ERRORS
 
 URL = "https://api.example.test/v1/users/1/contracts?page=2"
 KEY = {"Idempotency-Key": "call-7f3a"}
@@ -24,16 +14,8 @@ def request(method: str = "GET", *, key: bool = False) -> Request:
 
 
 def status_error(status: int) -> APIError:
-    classes: dict[int, type[APIError]] = {
-        400: BadRequestError,
-        401: AuthenticationError,
-        403: PermissionDeniedError,
-        404: NotFoundError,
-        409: ConflictError,
-        422: UnprocessableEntityError,
-        429: RateLimitError,
-    }
-    cls = classes.get(status) or (ServerError if status >= 500 else APIError)
+    """The error the client raises for an answer of ``status``."""
+    cls = _STATUS_ERRORS.get(status) or (ServerError if status >= 500 else APIError)
     return cls(f"{status}", status_code=status, method="GET", url="/v1/x")
 
 
