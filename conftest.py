@@ -238,12 +238,12 @@ def _scheduling(config: pytest.Config, log: Any) -> Any:
 
     Work stealing hands each worker a share of the tests at once, and moves half of a busy
     worker's queue to one that ran dry, instead of sending the tests one at a time as
-    ``load`` does; with a third worker (:class:`_XdistDocuments`) it took the suite from
-    13.0 s to 11.7 s. Here a share, or what is taken back, never ends inside a
-    documentation file.
+    ``load`` does (the figures: :func:`pytest_xdist_auto_num_workers`). Here a share, or
+    what is taken back, never ends inside a documentation file.
     """
     # xdist ships no type information (no py.typed): its classes are Any to mypy.
     from xdist.scheduler import WorkStealingScheduling  # type: ignore[import-untyped]
+    from xdist.scheduler.worksteal import MIN_PENDING  # type: ignore[import-untyped]
 
     def document(nodeid: str) -> str | None:
         path = nodeid.split("::", 1)[0]
@@ -272,14 +272,14 @@ def _scheduling(config: pytest.Config, log: Any) -> Any:
             # xdist's, but the last half of a busy worker's queue is asked for from a cut
             # moved to the end of a document.
             up = [(n, p) for n, p in self.node2pending.items() if not n.shutting_down]
-            idle = [n for n, p in up if len(p) < 2]
+            idle = [n for n, p in up if len(p) < MIN_PENDING]
             for i, node in enumerate(idle):
                 self._send_tests(node, len(self.pending) // (len(idle) - i))
-            idle = [n for n, p in up if len(p) < 2]
+            idle = [n for n, p in up if len(p) < MIN_PENDING]
             if not idle or self.steal_requested_from_node is not None:
                 return
             for node, pending in sorted(up, key=lambda np: -len(np[1])):
-                keep = self._whole(pending, max(len(pending) - len(pending) // 2, 2))
+                keep = self._whole(pending, max(len(pending) - len(pending) // 2, MIN_PENDING))
                 if keep < len(pending):
                     node.send_steal(pending[keep:])
                     self.steal_requested_from_node = node

@@ -43,7 +43,3 @@ def creator(client: ContractClient, target: Any) -> Callable[[int], Coroutine[An
 def elapsed_cpu(emulator: Emulator, before: float | None) -> float | None:
     after = emulator.cpu_seconds()
     return None if before is None or after is None else after - before
-
-
-def with_n(setup: Setup, n: int) -> Setup:
-    return Setup(**{**setup.__dict__, "n": n})

@@ -29,7 +29,7 @@ import aiohttp
 
 from benchmarks._fakenet import Answer, FakeNetConnector
 from benchmarks._harness import Drive, Emulator, Target, drive, median, table
-from benchmarks._ratelimit_common import Setup, creator, elapsed_cpu, with_n
+from benchmarks._ratelimit_common import Setup, creator, elapsed_cpu
 from contractsdk import ContractClient, RateLimits, Request, Response
 from contractsdk._transport import AiohttpTransport
 from contractsdk.testing import MockTransport, json_response
@@ -215,7 +215,7 @@ def nolimit_table(
             200, emulator.get_json(f"/v1/templates/{setup.target.template_id}/terms")
         ),
     }
-    stack = with_n(setup, STACK_CALLS)
+    stack = dataclasses.replace(setup, n=STACK_CALLS)
     own: dict[tuple[str, str], list[float]] = {}
     for _ in range(3):
         for name, limits in (("off", None), ("on", RateLimits(read=HIGH, write=HIGH))):

@@ -22,13 +22,14 @@ Run ``python -m benchmarks ratelimit --help`` for the options.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shutil
 import time
 from collections.abc import Sequence
 from importlib.metadata import version
 
 from benchmarks._harness import Emulator, environment_line
-from benchmarks._ratelimit_common import Setup, with_n
+from benchmarks._ratelimit_common import Setup
 from benchmarks._ratelimit_limit import limit_table
 from benchmarks._ratelimit_nolimit import nolimit_table
 
@@ -116,7 +117,7 @@ def run(argv: Sequence[str] = ()) -> None:
             print()
             nolimit_table(
                 emulator,
-                with_n(setup, args.cpu_n),
+                dataclasses.replace(setup, n=args.cpu_n),
                 args.repeats,
                 args.memory_rounds,
                 instructions=args.instructions,
