@@ -468,6 +468,32 @@ def test_a_window_that_remembers_the_last_overload_does_not_set_w() -> None:
     assert ECHO_SHARE * 74.0 < 38.0
 
 
+def test_a_429_under_what_the_server_admitted_lately_is_a_windows_memory() -> None:
+    """Refused at 71/s while the server admitted 99 over the last second: not W = 71.
+
+    A sliding log that still holds the last overload's entries refuses a rate under its
+    limit for up to a second. Taken for W, that left the rate at 0.71 of the limit for
+    seconds (CUBIC is flat around W); the curve now climbs back to the last second's rate.
+    """
+    control = attrs.evolve(cubic(w_max=129.6), rate=71.1, epoch=2)
+    echo = Observation(
+        status=429, epoch_age=0.22, answered=14, admitted=12, admitted_second=99.0
+    )  # 55/s over the epoch
+    left = decide(control, echo).control
+    assert left.epoch == 3
+    assert left.rate == pytest.approx(71.1 * BETA)
+    assert left.w_max == pytest.approx(99.0)
+    # Above that rate, a bucket still refusing: the last second measures W (up to the
+    # last W), where the young epoch alone read 55/s.
+    above = decide(attrs.evolve(control, rate=120.0), echo).control
+    assert above.w_max == pytest.approx(99.0)
+    assert decide(attrs.evolve(control, w_max=90.0, rate=120.0), echo).control.w_max == 90.0
+    # Before two decreases, the last second may hold the server's burst: no such reading.
+    first = attrs.evolve(control, epoch=1)
+    assert decide(first, echo).control.w_max == pytest.approx(12 / 0.22)
+    assert decide(attrs.evolve(first, rate=120.0), echo).control.w_max == pytest.approx(60.0)
+
+
 def test_w_is_scaled_up_when_the_schedule_fell_short_of_its_rate() -> None:
     """Backlogged yet granting 12 % under its rate (late timers): W in the schedule's terms."""
     control = attrs.evolve(cubic(w_max=1100.0), rate=1080.0)

@@ -129,7 +129,8 @@ def test_the_admitted_meter_spans_a_second() -> None:
     """A fixed window's quota, admitted at once each second, reads as its rate.
 
     Over the 0.5 to 1 s of two half-second bins it read as up to twice that: measured as
-    the limit, it had the client overrun every window.
+    the limit, it had the client overrun every window. Over 1 to 1.1 s (eleven bins, the
+    current one part way) it read as down to 0.91 of it, and the client settled under it.
     """
     second, halves = RingMeter(0.1, 11), Meter()
     for window in range(3):
@@ -138,7 +139,17 @@ def test_the_admitted_meter_spans_a_second() -> None:
             halves.add(window + n * 0.0005)
     assert second.rate(2.5) == pytest.approx(100.0)
     assert halves.rate(2.5) == pytest.approx(200.0)
-    assert second.rate(2.95) == pytest.approx(100 / 1.05)  # its span: 1 to 1.1 s
+    for busy in (2.91, 2.95, 2.999):
+        assert second.rate(busy) == pytest.approx(100.0)
+
+
+def test_the_ring_meter_counts_the_oldest_bin_for_its_share_of_the_span() -> None:
+    """Answers spread evenly read as their rate wherever in its bin the meter is read."""
+    for busy in (2.9, 2.93, 2.96, 2.999):
+        meter = RingMeter(0.1, 11)
+        for n in range(round(busy * 100)):  # 100/s, between the bins' edges, to `busy`
+            meter.add(n * 0.01 + 0.005)
+        assert meter.rate(busy) == pytest.approx(100.0, abs=0.5)
 
 
 def test_the_ring_meter_forgets_what_is_older_than_its_span() -> None:
@@ -148,6 +159,6 @@ def test_the_ring_meter_forgets_what_is_older_than_its_span() -> None:
         meter.add(n * 0.01)  # 0 to 0.49 s
     assert meter.rate(0.5) == pytest.approx(50 / 1.0)
     meter.add(1.55)  # 0 to 0.49 s are out of its span (0.5 to 1.6 s) now
-    assert meter.rate(1.55) == pytest.approx(1 / 1.05)
+    assert meter.rate(1.55) == pytest.approx(1 / 1.0)
     meter.add(100.0)
     assert meter.rate(100.0) == pytest.approx(1 / 1.0)

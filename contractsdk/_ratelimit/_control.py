@@ -36,8 +36,11 @@ What it decides, per bucket:
   at least ``MAX_CUT`` of the rate in use.
 * **A window's memory.** An epoch younger than a second that admitted less than
   ``ECHO_SHARE`` of what it sent is a window still remembering the last overload (a
-  sliding log admits only as its entries of a second ago expire): the rate drops, but the
-  curve climbs back to the rate in use instead of taking that measure for W.
+  sliding log admits only as its entries of a second ago expire), and so is a 429 for a
+  rate under what the server admitted over the last busy second: the rate drops, but the
+  curve climbs back to the rate in use, or to that second's rate (up to the last W),
+  instead of taking that measure for W. Once two decreases have passed (no slow start's
+  burst left in that second), it counts toward W in such a young epoch too.
 * **The same overload.** A fresh 429 in an epoch too young to measure (``MIN_EPOCH`` busy
   seconds, ``MIN_ANSWERS`` answers) is the overload the last decrease answered, still
   draining (a fixed window refuses everything until it ends): it does not lower the rate
@@ -225,7 +228,7 @@ def said_pause(observation: Observation, *, max_pause: float, paced: bool = True
     return None
 
 
-def _measured_w(rate: float, observation: Observation) -> float | None:
+def _measured_w(rate: float, observation: Observation, remembered: float = 0.0) -> float | None:
     """The rate that overloaded the server, or None when the epoch is too young to tell.
 
     Leaving a slow start: what the server admitted lately. Later, from this epoch's
@@ -233,7 +236,8 @@ def _measured_w(rate: float, observation: Observation) -> float | None:
     refuses, so W is the rate of admitted answers over the epoch, or lately if that is
     higher (a rate that only just crossed the limit after a long clean climb). Not the
     rate in use times the share admitted: a server's burst hides an overshoot for as long
-    as it lasts, and a window refuses all its 429s at its end.
+    as it lasts, and a window refuses all its 429s at its end. ``remembered`` is what
+    counts of the last busy second in an epoch younger than one.
     """
     if 0 < observation.sent < rate and not observation.backlogged:
         rate = observation.sent  # the rate was not all used: W is what was sent
@@ -259,11 +263,12 @@ def _measured_w(rate: float, observation: Observation) -> float | None:
     # Over the epoch, and lately (the end of a climb that only just crossed the limit).
     age = observation.epoch_age
     over_epoch = observation.admitted * observation.scale / age
-    # `lately` spans the last busy second: in a younger epoch it counts the last one's
-    # answers too (and the server's burst, drained while the last overload built up). Not
-    # less than a second: a fixed window admits its whole quota at once, which over half
-    # a second reads as twice its limit.
-    lately = observation.admitted_second * observation.scale if age >= LATELY_SPAN else 0.0
+    # `lately` spans the last busy second. Not less than a second: a fixed window admits
+    # its whole quota at once, which over half a second reads as twice its limit. In a
+    # younger epoch it counts the last one's answers too: only as far as `remembered`.
+    lately = observation.admitted_second * observation.scale
+    if age < LATELY_SPAN:
+        lately = min(lately, remembered)
     measured = max(over_epoch, lately, fleet)
     if observation.backlogged and 0 < observation.sent < rate:
         # The pacing fell short of its own rate (timers fire late on a busy event loop,
@@ -323,7 +328,11 @@ def _decrease(
     """A fresh 429: W is what overloaded the server; the rate drops to ``beta * W``."""
     slow = control.phase == "slow"
     young = _young(observation)
-    measured = _measured_w(rate, attrs.evolve(observation, phase_slow=slow))
+    last_second = _last_second(control, observation)
+    # Until two decreases have passed, the last second may hold the server's burst, which
+    # the slow start drained: it measures nothing in a young epoch.
+    remembered = last_second if control.epoch >= 2 else 0.0
+    measured = _measured_w(rate, attrs.evolve(observation, phase_slow=slow), remembered)
     if measured is None:
         return control
     if slow:
@@ -340,15 +349,32 @@ def _decrease(
             # A fleet overruns the limit by one reservation per process before a 429
             # reaches them all: probe for a higher limit half as often.
             k = max(k, min(2 * CUBIC_K, K_MAX))
-    if not young and observation.epoch_age < LATELY_SPAN and measured < rate * ECHO_SHARE:
-        # An epoch younger than a second that admitted far less than it sent: a window
-        # that still remembers the last overload (a sliding log admits only as fast as
-        # the entries of a second ago expire, which may be a slow start's first few). The
-        # rate drops as usual, but W is not that measure: the curve climbs back to the
-        # rate in use, which a second later the window admits.
+    if (
+        not young
+        and observation.epoch_age < LATELY_SPAN
+        and (measured < rate * ECHO_SHARE or remembered > rate)
+    ):
+        # An epoch younger than a second that admitted far less than it sent, or that
+        # was refused at a rate under what the server admitted over the last second: a
+        # window that still remembers the last overload (a sliding log admits only as
+        # fast as the entries of a second ago expire, which may be a slow start's first
+        # few). The rate drops as usual, but W is not that measure: the curve climbs
+        # back to the rate in use, or to what the server admitted over the last second
+        # if that is more, which a second later the window admits again.
         start = _clamp(w_max * beta, ceiling)
-        return _curve(control, start, max(w_max, rate), start / max(w_max, rate), k, now)
+        target = max(w_max, rate, last_second)
+        return _curve(control, start, target, start / target, k, now)
     return _curve(control, _clamp(w_max * beta, ceiling), w_max, beta, k, now)
+
+
+def _last_second(control: Control, observation: Observation) -> float:
+    """What the server admitted over the last busy second, up to the last W.
+
+    Under steady overload every server admits its limit over a second; in an epoch
+    younger than that, the span also holds the last epoch's answers, at the rate that
+    overloaded the server then, which the last W bounds.
+    """
+    return min(observation.admitted_second * observation.scale, control.w_max)
 
 
 def _curve(

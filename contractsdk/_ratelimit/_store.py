@@ -240,11 +240,13 @@ class Meter:
 
 
 class RingMeter:
-    """Events per busy second over the last ``bins - 1`` to ``bins`` bins of ``width``.
+    """Events per busy second over the last ``bins - 1`` bins' span of ``width`` each.
 
-    Like :class:`Meter` with finer bins, for a span that stays close to a second: two
-    half-second bins span 0.5 to 1 busy second, and a server that admits its quota of a
-    second all at once (a fixed window) reads up to twice its rate over half of one.
+    Like :class:`Meter` with finer bins, for a span of exactly a second: two half-second
+    bins span 0.5 to 1 busy second, and a server that admits its quota of a second all at
+    once (a fixed window) reads up to twice its rate over half of one, and down to 0.91 of
+    it over 1.1 s. The oldest bin counts for the share of it still inside the span (its
+    events taken as spread evenly over it).
 
     Args:
         width: Busy seconds per bin.
@@ -268,8 +270,10 @@ class RingMeter:
     def rate(self, busy: float) -> float:
         """Events per busy second up to ``busy``."""
         self._roll(busy)
-        into = busy - self.start
-        return sum(self.counts) / ((len(self.counts) - 1) * self.width + max(into, 0.0))
+        kept = len(self.counts)
+        into = min(max(busy - self.start, 0.0), self.width) / self.width
+        oldest = self.counts[(self.bin + 1) % kept]
+        return (sum(self.counts) - oldest * into) / ((kept - 1) * self.width)
 
     def _roll(self, busy: float) -> None:
         index = math.floor(busy / self.width)
