@@ -35,11 +35,14 @@ class Server:
         self.burst = burst
         self.ok = 0
         self.throttled = 0
+        self.admitted_at: list[float] = []  # the time of every success
 
     def admit(self) -> tuple[int, dict[str, str]]:
-        ok, headers = self.decide(self.clock())
+        now = self.clock()
+        ok, headers = self.decide(now)
         if ok:
             self.ok += 1
+            self.admitted_at.append(now)
         else:
             self.throttled += 1
         return (200 if ok else 429), headers
@@ -194,10 +197,18 @@ class Run:
     throttled: int
     seconds: float
     rates: list[tuple[float, float | None]] = field(default_factory=list)  # (time, rate)
+    admitted_at: list[float] = field(default_factory=list)  # from the start, each success
 
     @property
     def per_second(self) -> float:
         return self.ok / self.seconds if self.seconds else 0.0
+
+    @property
+    def steady_per_second(self) -> float:
+        """Successes per second over the run's second half, once the learning settled."""
+        half = self.seconds / 2
+        late = sum(1 for at in self.admitted_at if at >= half)
+        return late / half if half else 0.0
 
     @property
     def share_429(self) -> float:
@@ -226,7 +237,7 @@ async def simulate(
     remaining = [total]
     start = clock()
     last = [start]
-    ok0, throttled0 = server.ok, server.throttled
+    ok0, throttled0, admitted0 = server.ok, server.throttled, len(server.admitted_at)
     rates: list[tuple[float, float | None]] = []
 
     async def worker() -> None:
@@ -258,6 +269,7 @@ async def simulate(
         throttled=server.throttled - throttled0,
         seconds=last[0] - start,
         rates=rates,
+        admitted_at=[at - start for at in server.admitted_at[admitted0:]],
     )
 
 
