@@ -362,6 +362,8 @@ def _observation(rng: random.Random) -> Observation:
         sent=_span(rng, 0, 1e6),
         answered=answered,
         admitted=min(answered, int(_span(rng, 0, 10_000))),
+        admitted_rate=_span(rng, 0, 1e6),
+        admitted_second=_span(rng, 0, 1e6),
         scale=_span(rng, 1, 64),
         epoch_age=_span(rng, 0, 1e4),
         hint=_maybe(rng, 1e-3, 1e6),
