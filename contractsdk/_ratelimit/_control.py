@@ -228,7 +228,7 @@ def said_pause(observation: Observation, *, max_pause: float, paced: bool = True
     return None
 
 
-def _measured_w(rate: float, observation: Observation, remembered: float = 0.0) -> float | None:
+def _measured_w(rate: float, observation: Observation, remembered: float) -> float | None:
     """The rate that overloaded the server, or None when the epoch is too young to tell.
 
     Leaving a slow start: what the server admitted lately. Later, from this epoch's
