@@ -24,7 +24,7 @@ class Observation:
         admitted: How many of those were not 429.
         admitted_rate: Answers that were not 429, per busy second, lately (over the last
             0.5 to 1 busy second).
-        admitted_second: The same over the last busy second (1 to 1.1 s).
+        admitted_second: The same over exactly the last busy second.
         scale: How many processes share the bucket, for ``admitted`` to stand for all of
             them (1 alone).
         epoch_age: Busy seconds since the current epoch began.

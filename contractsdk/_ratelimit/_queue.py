@@ -99,7 +99,7 @@ class _Queue:
         self.epoch_start = 0.0  # busy time this process saw the epoch begin
         self.max_reset = 1.0  # the longest counter reset seen: the window is at least this
         self.admitted_meter = Meter()  # answers that were not 429, per busy second
-        # The same over the last busy second (1 to 1.1 s): in a window of that span, every
+        # The same over exactly the last busy second: in a window of that span, every
         # kind of server that keeps refusing admits its limit.
         self.second_meter = RingMeter(0.1, 11)
         self.busy = 0.0
