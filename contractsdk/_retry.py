@@ -8,6 +8,7 @@ The decision matrix (DESIGN.md §5), applied by the pure :func:`should_retry`::
                                               (with ``Call.trust_key`` False an
                                               Idempotency-Key does not count: see below)
     APIError 408, 429                         always: the service says it did not process it
+                                              (429s up to ``rate_limited_attempts``: below)
     APIError 500, 502, 503, 504               the call is replayable (the client sends an
                                               Idempotency-Key with every POST, so a POST
                                               qualifies unless it has none)
@@ -30,6 +31,13 @@ How long to wait before retry n (n = 1, 2, ...):
 * otherwise full jitter, ``U(0, min(wait_max, wait_initial * 2**(n-1)))`` (AWS's "full
   jitter": the least synchronised retries for the least total wait).
 * no wait or attempt starts past the deadline (``Retries.timeout`` after the call began).
+
+How many attempts: ``Retries.attempts``, or ``Retries.rate_limited_attempts`` when the
+last failure was a 429. A 429 is the one failure that is certainly harmless to retry (the
+service did not process the request) and that the client's own limiter answers (it slows
+down or pauses before the next attempt), so a burst of them while the limiter finds the
+limit, or while other processes without shared state crowd the same key, does not fail
+the call. Any other failure stops the call once it has made ``attempts``.
 
 The budget (botocore's RetryQuota): one :class:`RetryBudget` per client. A retry costs 5,
 or 10 after a timeout; when the budget cannot pay, the call stops retrying and raises its
@@ -112,7 +120,11 @@ class Retries:
     """How a client retries a failed call.
 
     Attributes:
-        attempts: Attempts per call, the first included; 1 turns retries off.
+        attempts: Attempts per call, the first included; 1 turns retries off (429s too).
+        rate_limited_attempts: Attempts per call while its failures are 429s (the
+            service did not process the request, and the rate limiter slows down for
+            it): a 429 is retried until the call has made this many, or ``attempts`` if
+            that is more. Another failure stops the call once it has made ``attempts``.
         wait_initial: The cap of the first backoff, in seconds; each retry doubles it.
         wait_max: The largest backoff cap, in seconds.
         timeout: Seconds one call may spend across all its attempts and waits; no wait or
@@ -124,6 +136,7 @@ class Retries:
     """
 
     attempts: int = 3
+    rate_limited_attempts: int = 10
     wait_initial: float = 0.5
     wait_max: float = 8.0
     timeout: float | None = None
@@ -132,6 +145,10 @@ class Retries:
 
     def __attrs_post_init__(self) -> None:
         _check(type(self.attempts) is int and self.attempts >= 1, "attempts must be an int >= 1")
+        _check(
+            type(self.rate_limited_attempts) is int and self.rate_limited_attempts >= 1,
+            "rate_limited_attempts must be an int >= 1",
+        )
         _check(0 <= self.wait_initial < math.inf, "wait_initial must be >= 0 and finite")
         _check(self.wait_initial <= self.wait_max < math.inf, "wait_max must be >= wait_initial")
         _check(self.timeout is None or 0 < self.timeout < math.inf, "timeout must be > 0 or None")
@@ -144,7 +161,7 @@ class Retries:
     @classmethod
     def none(cls) -> Retries:
         """Return a policy that never retries."""
-        return cls(attempts=1)
+        return cls(attempts=1, rate_limited_attempts=1)
 
 
 class RetryBudget:
@@ -416,11 +433,15 @@ class Retrier:
 
     def _stop(self, state: RetryCallState, call: Call, attempts: _Attempts) -> bool:
         """Decide, after the wait is known, whether to give up now (True) or retry."""
-        if state.attempt_number >= self.config.attempts:
-            return True
+        config = self.config
         error = _exception(state)
+        limit = config.attempts
+        if isinstance(error, APIError) and error.status_code == 429:
+            limit = max(limit, config.rate_limited_attempts)
+        if state.attempt_number >= limit:
+            return True
         retry_after = _retry_after(error)
-        if retry_after is not None and retry_after > self.config.retry_after_max:
+        if retry_after is not None and retry_after > config.retry_after_max:
             return True
         if call.deadline is not None and self._clock() + state.upcoming_sleep >= call.deadline:
             return True

@@ -256,6 +256,67 @@ async def test_cancel_during_the_backoff_stops_everything() -> None:
     assert clock.pending == 0
 
 
+async def test_429s_are_retried_past_the_attempts() -> None:
+    """Five 429s then a 200 under the defaults: the call succeeds at its sixth attempt.
+
+    A 429 was not processed and the limiter slows down for it: three of them in a row
+    (the limiter finding the limit, processes crowding one key) no longer fail the call.
+    """
+    clock = FakeClock()
+    script = Script(clock, [rate_limited(None)] * 5 + [OK])
+    call = Call(post(key=True))
+    assert await clock.run(make_retrier(clock).call(call, script)) is OK
+    assert call.attempts == 6
+    assert len(clock.sleeps) == 5
+
+
+async def test_429s_stop_at_the_rate_limited_attempts() -> None:
+    """429s every time: the call gives up after ``rate_limited_attempts``, with the 429."""
+    clock = FakeClock()
+    script = Script(clock, [rate_limited(None)])
+    retrier = make_retrier(clock, Retries(rate_limited_attempts=4))
+    with pytest.raises(RateLimitError) as caught:
+        await clock.run(retrier.call(Call(request()), script))
+    assert caught.value.attempts == 4
+    assert len(script.requests) == 4
+
+
+@pytest.mark.parametrize(
+    ("config", "made"),
+    [
+        (Retries(attempts=5, rate_limited_attempts=2), 5),  # the larger of the two
+        (Retries(attempts=1), 1),  # one attempt turns every retry off
+    ],
+)
+async def test_429s_get_at_least_the_attempts(config: Retries, made: int) -> None:
+    """``rate_limited_attempts`` under ``attempts`` takes nothing away; attempts=1 is off."""
+    clock = FakeClock()
+    script = Script(clock, [rate_limited(None)])
+    with pytest.raises(RateLimitError) as caught:
+        await clock.run(make_retrier(clock, config).call(Call(request()), script))
+    assert caught.value.attempts == made
+
+
+async def test_another_failure_after_429s_stops_at_the_attempts() -> None:
+    """Two 429s then a 503: the 503 is the third attempt, and ``attempts`` is 3."""
+    clock = FakeClock()
+    script = Script(clock, [rate_limited(None), rate_limited(None), status_error(503), OK])
+    with pytest.raises(ServerError) as caught:
+        await clock.run(make_retrier(clock).call(Call(request()), script))
+    assert caught.value.attempts == 3
+
+
+async def test_429_retries_pay_the_budget() -> None:
+    """Each 429 retry is paid from the budget: an empty one stops them as any other."""
+    clock = FakeClock()
+    budget = RetryBudget(12)
+    script = Script(clock, [rate_limited(None)])
+    with pytest.raises(RateLimitError) as caught:
+        await clock.run(make_retrier(clock, budget=budget).call(Call(request()), script))
+    assert caught.value.attempts == 3  # two retries paid (5 each), the third unaffordable
+    assert budget.available == 2
+
+
 async def test_budget_stops_a_retry_storm() -> None:
     """200 concurrent calls against a dead service: the budget keeps attempts far below 600."""
     clock = FakeClock()

@@ -29,11 +29,12 @@ from tests._retrykit import post, request, status_error
 
 
 def test_retries_defaults() -> None:
-    """Three attempts, 0.5 s doubling to 8 s, no deadline, a budget of 500."""
+    """Three attempts (ten through 429s), 0.5 s doubling to 8 s, no deadline, a budget of 500."""
     config = Retries()
-    assert (config.attempts, config.wait_initial, config.wait_max) == (3, 0.5, 8.0)
+    assert (config.attempts, config.rate_limited_attempts) == (3, 10)
+    assert (config.wait_initial, config.wait_max) == (0.5, 8.0)
     assert (config.timeout, config.budget, config.retry_after_max) == (None, 500, 60.0)
-    assert Retries.none().attempts == 1
+    assert (Retries.none().attempts, Retries.none().rate_limited_attempts) == (1, 1)
 
 
 @pytest.mark.parametrize(
@@ -41,6 +42,8 @@ def test_retries_defaults() -> None:
     [
         {"attempts": 0},
         {"attempts": 2.0},
+        {"rate_limited_attempts": 0},
+        {"rate_limited_attempts": True},
         {"wait_initial": -1},
         {"wait_initial": 10, "wait_max": 1},
         {"wait_max": float("inf")},
