@@ -10,9 +10,17 @@ from contractsdk._ratelimit import Grant, RateLimiter, RateLimits, bucket_name
 from tests._fakeclock import FakeClock
 
 
-def make_limiter(clock: FakeClock, limits: RateLimits, *, max_pause: float = 60.0) -> RateLimiter:
+def make_limiter(
+    clock: FakeClock, limits: RateLimits, *, max_pause: float = 60.0, draw: float = 0.5
+) -> RateLimiter:
+    """A limiter on ``clock``; ``draw`` is every random number (0.5: no jitter on pauses)."""
     return RateLimiter(
-        limits, max_pause=max_pause, clock=clock, wall_clock=clock.wall, sleep=clock.sleep
+        limits,
+        max_pause=max_pause,
+        clock=clock,
+        wall_clock=clock.wall,
+        sleep=clock.sleep,
+        random=lambda: draw,
     )
 
 

@@ -160,6 +160,24 @@ def test_a_429_in_a_young_epoch_backs_off_without_lowering_again() -> None:
     assert pauses[-1] == BACKOFF_MAX
 
 
+@pytest.mark.parametrize("jitter", [0.5, 0.8, 1.49])
+def test_jitter_spreads_a_bare_429s_pause_but_not_a_named_one(jitter: float) -> None:
+    """A bare 429's pause is scaled by the jitter drawn; a Retry-After is kept exactly.
+
+    Clients that share a key but not their state, refused together, would come back
+    together (the longest pause is BACKOFF_MAX for all) and be refused together again.
+    """
+    control = cubic(w_max=100.0)
+    for streak in (1, 3, 30):
+        bare = Observation(status=429, epoch_age=0.05, answered=streak, streak=streak)
+        plain = decide(control, bare).pause
+        assert decide(control, bare, jitter=jitter).pause == pytest.approx(plain * jitter)
+    named = Observation(status=429, hints=RateLimitHints(retry_after=1.5), streak=30)
+    assert decide(control, named, jitter=jitter).pause == 1.5
+    capped = Observation(status=429, epoch_age=0.05, answered=30, streak=30)
+    assert decide(control, capped, jitter=jitter, max_pause=0.5).pause <= 0.5
+
+
 def test_an_echo_changes_nothing_but_the_pause() -> None:
     """A 429 for a request granted before the last decrease is not a new signal."""
     control = cubic()
@@ -391,7 +409,13 @@ def test_any_sequence_of_answers_keeps_the_invariants(seed: int) -> None:
         now += _span(rng, 0, 10)
         epoch = control.epoch
         decision = step(
-            control, observation, now, ceiling=ceiling, adaptive=adaptive, max_pause=MAX_PAUSE
+            control,
+            observation,
+            now,
+            ceiling=ceiling,
+            adaptive=adaptive,
+            max_pause=MAX_PAUSE,
+            jitter=0.5 + rng.random(),  # as the limiter draws it
         )
         where = f"step {index}: {observation} after {control}"
         assert 0.0 <= decision.pause <= MAX_PAUSE, where

@@ -87,6 +87,26 @@ async def test_429_without_retry_after_pauses_briefly() -> None:
     assert state.throttles == 2
 
 
+async def test_clients_refused_together_do_not_come_back_together() -> None:
+    """Two clients of one key, without shared state, each draw their bare 429's pause.
+
+    Both told 10/s, both refused at the same moment: their pauses are one interval times
+    half to one and a half, drawn apart (0.6 and 1.4 here), so they do not meet again at
+    the same instant; a named Retry-After stays exact for both.
+    """
+    clock = FakeClock()
+    low, high = (make_limiter(clock, RateLimits(write=10), draw=draw) for draw in (0.1, 0.9))
+    for limiter in (low, high):
+        await limiter.acquire("POST")
+        await answer(limiter, "POST", 429, {})
+    interval = 1 / (10 * PACING)
+    assert low.state.write.paused_for == pytest.approx(0.6 * interval)
+    assert high.state.write.paused_for == pytest.approx(1.4 * interval)
+    for limiter in (low, high):
+        await answer(limiter, "POST", 429, {"Retry-After": "3"})
+        assert limiter.state.write.paused_for == 3.0
+
+
 async def test_not_adaptive_keeps_its_rate_but_obeys_retry_after() -> None:
     """adaptive=False: a 429 does not change the rate; its Retry-After still pauses."""
     clock = FakeClock()

@@ -64,7 +64,10 @@ What it decides, per bucket:
 * **Pauses.** A 429 (or 5xx) with ``Retry-After`` pauses the bucket that long; a 429 that
   says the counter is empty pauses until its reset; a bare 429 pauses for one interval of
   the (lowered) rate, doubled for each 429 in a row (each for a request granted after the
-  one before was answered), up to ``BACKOFF_MAX``. Every pause is cut to ``max_pause``:
+  one before was answered), up to ``BACKOFF_MAX``, and spread by ``jitter`` (the limiter
+  draws it from [0.5, 1.5): processes that share a key but not their state, refused
+  together, would otherwise come back together, 2 s later each time, and be refused
+  together again). Every pause is cut to ``max_pause``:
   no answer, however absurd (``Retry-After: 1e9``, a date in 9999, a reset a year away),
   stalls the client longer.
 
@@ -504,11 +507,11 @@ def grow(
     return attrs.evolve(control, rate=_clamp(target, ceiling), stamp=now)
 
 
-def _backoff(rate: float | None, streak: int) -> float:
-    """One interval of the rate, doubled per 429 in a row, up to BACKOFF_MAX (or one interval)."""
+def _backoff(rate: float | None, streak: int, jitter: float) -> float:
+    """One interval, doubled per 429 in a row, up to BACKOFF_MAX (or one interval), x jitter."""
     interval = 1 / rate if rate else 0.1
     doubled = interval * 2.0 ** min(max(streak, 1) - 1, 30)
-    return min(doubled, max(BACKOFF_MAX, interval))
+    return min(doubled, max(BACKOFF_MAX, interval)) * jitter
 
 
 def step(
@@ -519,6 +522,7 @@ def step(
     ceiling: float | None,
     adaptive: bool,
     max_pause: float,
+    jitter: float = 1.0,
 ) -> Decision:
     """Return what to do after one answer (the module header says how and why).
 
@@ -529,6 +533,7 @@ def step(
         ceiling: The known limit (configured, or the server's declared policy, the lower).
         adaptive: Whether to learn.
         max_pause: The longest pause any answer may cause.
+        jitter: What a bare 429's pause is multiplied by (never one the server named).
     """
     rate = control.rate
     pause = said_pause(observation, max_pause=max_pause, paced=rate is not None)
@@ -579,6 +584,8 @@ def step(
     if pause is None:
         # A bare 429: pause one interval of the (lowered) rate, so the requests queued
         # behind it do not all meet the same empty server bucket; twice as long for each
-        # 429 in a row (a window that refuses everything until it ends).
-        pause = min(_backoff(rate, observation.streak), max_pause) if throttled else 0.0
+        # 429 in a row (a window that refuses everything until it ends); spread, so that
+        # clients refused together do not all come back together.
+        backoff = _backoff(rate, observation.streak, jitter)
+        pause = min(backoff, max_pause) if throttled else 0.0
     return Decision(control, pause=pause, tokens=tokens)

@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import random as _random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 
@@ -130,6 +131,8 @@ class RateLimiter:
         clock: Monotonic seconds (injected for tests).
         wall_clock: Wall-clock seconds since the epoch, for HTTP dates and epoch resets.
         sleep: The async sleep the queue's head waits on (injected for tests).
+        random: Uniform [0, 1) numbers, to spread the pause after a bare 429 over half to
+            one and a half of its length (injected for tests).
     """
 
     def __init__(
@@ -141,11 +144,13 @@ class RateLimiter:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        random: Callable[[], float] = _random.random,
     ) -> None:
         self.limits = limits
         self._clock = clock
         self._wall_clock = wall_clock
         self._sleep = sleep
+        self._random = random
         self._max_pause = limits.max_pause if limits.max_pause is not None else max_pause
         self._queues: dict[BucketName, _Queue] = {
             "read": _Queue("read", self),
@@ -418,6 +423,7 @@ class RateLimiter:
             ceiling=ceiling,
             adaptive=self.limits.adaptive,
             max_pause=self._max_pause,
+            jitter=0.5 + self._random() if observation.throttled else 1.0,
         )
 
     @property

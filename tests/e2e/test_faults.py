@@ -98,6 +98,45 @@ async def test_unknown_limit_is_learnt_without_failures(sandbox_server: SandboxS
     assert stats.retries == refused  # every 429 was retried away, none reached the caller
 
 
+@pytest.mark.parametrize(
+    "sandbox_options",
+    [{"write_rate": 40.0, "burst": 1, "rate_headers": False, "read_rate": None}],
+)
+async def test_processes_crowding_one_key_lose_no_call(sandbox_server: SandboxServer) -> None:
+    """Eight clients each told the whole limit, without shared state: every create succeeds.
+
+    Together they send eight times what the server admits, so calls meet 429s, some three
+    or four in a row (three attempts would have failed them) while each limiter slows
+    down: the attempts through 429s (``rate_limited_attempts``) carry them all, their
+    pauses drawn apart so they are not refused together again, and each team is made once.
+    """
+    clients, per_client = 8, 3
+    retries = Retries(attempts=3, wait_initial=0.01, wait_max=0.05)
+    limits = RateLimits(write=40.0, burst=1)
+    names = [f"c{c}-{n}" for c in range(clients) for n in range(per_client)]
+    user = sandbox_server.users[0].id
+    opened = [
+        client_for(sandbox_server, rate_limits=limits, retries=retries) for _ in range(clients)
+    ]
+    try:
+        teams = await asyncio.gather(
+            *(
+                opened[c].teams.create(user, name=f"c{c}-{n}")
+                for c in range(clients)
+                for n in range(per_client)
+            )
+        )
+        async with client_for(sandbox_server) as reader:
+            listed = await reader.teams.list(user)
+    finally:
+        await asyncio.gather(*(client.aclose() for client in opened))
+    assert sorted(team.name or "" for team in teams) == sorted(names)
+    made = sorted(team.name or "" for team in listed if (team.name or "").startswith("c"))
+    assert made == sorted(names)  # each once, whatever was retried
+    refused = sandbox_server.counters()["rate_limited"]
+    assert isinstance(refused, int) and refused > 0
+
+
 @pytest.mark.parametrize("sandbox_options", [{"write_rate": 60.0, "burst": 7, "read_rate": None}])
 async def test_configured_limit_paces_without_429(sandbox_server: SandboxServer) -> None:
     """With the server's write limit configured, 12 concurrent creates meet no 429.
