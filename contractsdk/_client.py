@@ -279,7 +279,8 @@ class ContractClient(Sender):
         budget = self._budget
         if budget is None and retries.budget is not None:
             budget = RetryBudget(retries.budget)
-        return Retrier(retries, budget=budget, clock=self._clock, sleep=self._sleep)
+        paced = self._limiter is not None
+        return Retrier(retries, budget=budget, clock=self._clock, sleep=self._sleep, paced=paced)
 
     def with_options(
         self,

@@ -28,6 +28,11 @@ How long to wait before retry n (n = 1, 2, ...):
 * the error's ``retry_after`` (a 429's ``Retry-After``), exactly: no jitter below it. If it
   is longer than ``Retries.retry_after_max``, or would end past the call's deadline, the
   error is raised at once instead.
+* a 429 without one, when a rate limiter paces the calls (``Retrier(paced=True)``): no
+  wait of the retrier's own. The limiter pauses its bucket after every 429 (longer for
+  each in a row, spread so that clients refused together do not return together) and
+  holds the retry in its queue until then; a backoff on top only left the call idle while
+  the bucket sent others.
 * otherwise full jitter, ``U(0, min(wait_max, wait_initial * 2**(n-1)))`` (AWS's "full
   jitter": the least synchronised retries for the least total wait).
 * no wait or attempt starts past the deadline (``Retries.timeout`` after the call began).
@@ -284,6 +289,8 @@ class Retrier:
         clock: Monotonic seconds (injected for tests).
         sleep: The async sleep between attempts (injected for tests).
         random: Uniform [0, 1) numbers for the jitter (injected for tests).
+        paced: A rate limiter paces every attempt and pauses after a 429: a 429 without
+            ``Retry-After`` is retried with no backoff of the retrier's own.
     """
 
     def __init__(
@@ -294,9 +301,11 @@ class Retrier:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         random: Callable[[], float] = _random.random,
+        paced: bool = False,
     ) -> None:
         self.config = config
         self.budget = budget
+        self.paced = paced
         self._clock = clock
         self._sleep = sleep
         self._random = random
@@ -423,6 +432,8 @@ class Retrier:
         retry_after = _retry_after(error)
         if retry_after is not None:
             return retry_after
+        if self.paced and isinstance(error, APIError) and error.status_code == 429:
+            return 0.0  # the limiter's pause is the backoff
         config = self.config
         return backoff(
             state.attempt_number,

@@ -81,6 +81,17 @@ async def test_retries_per_call_keep_the_budget() -> None:
         assert calls == 1
 
 
+async def test_retries_leave_a_bare_429s_wait_to_the_limiter_when_there_is_one() -> None:
+    """A limiter's pause is a bare 429's only wait; without one, it backs off as any failure."""
+    transport = MockTransport(lambda request: json_response(200, USER))
+    async with ContractClient(api_key=API_KEY, transport=transport) as limited:
+        assert limited._retrier is not None and limited._retrier.paced
+        derived = limited.with_options(retries=Retries(attempts=5))
+        assert derived._retrier is not None and derived._retrier.paced
+    async with ContractClient(api_key=API_KEY, transport=transport, rate_limits=None) as bare:
+        assert bare._retrier is not None and not bare._retrier.paced
+
+
 async def test_closing_the_derived_client_keeps_the_parent_open() -> None:
     """aclose() on a derived client closes nothing shared; the parent's closes both."""
     transport, _ = recorder()

@@ -20,7 +20,7 @@ from contractsdk import (
     ServerError,
 )
 from contractsdk._http import Call
-from contractsdk._ratelimit import RateLimiter, RateLimits
+from contractsdk._ratelimit import PACING, RateLimiter, RateLimits
 from contractsdk._retry import Retrier, Retries, RetryBudget, RetryEvent
 from tests._fakeclock import FakeClock
 from tests._retrykit import post, request, status_error
@@ -451,3 +451,51 @@ async def test_wiring_with_the_limiter() -> None:
     assert limiter.state.write.throttles == 1
     assert sent[0] == start
     assert all(when >= start + 2 for when in sent[1:])  # everyone waited out the pause
+
+
+async def test_a_paced_retrier_leaves_a_bare_429s_wait_to_the_limiter() -> None:
+    """Paced: a bare 429 is retried with no backoff of its own, a 503 still backs off.
+
+    The limiter pauses its bucket after the 429 and holds the retry until then; the
+    retrier's backoff on top left the call idle while the bucket sent others.
+    """
+    clock = FakeClock()
+    paced = Retrier(
+        Retries(), budget=None, clock=clock, sleep=clock.sleep, random=lambda: 0.5, paced=True
+    )
+    script = Script(clock, [rate_limited(None), status_error(503), OK])
+    assert await clock.run(paced.call(Call(request()), script)) is OK
+    assert clock.sleeps == [0.0, 0.5]  # none after the 429; U(0, 1) drew 0.5 after the 503
+    unpaced = make_retrier(clock, random=lambda: 0.5)
+    await clock.run(unpaced.call(Call(request()), Script(clock, [rate_limited(None), OK])))
+    assert clock.sleeps[-1] == 0.25  # without a limiter, the 429 backs off as any failure
+    named = Script(clock, [rate_limited(1.5), OK])
+    await clock.run(paced.call(Call(request()), named))
+    assert clock.sleeps[-1] == 1.5  # a Retry-After is still waited out exactly
+
+
+async def test_a_bare_429_is_retried_when_the_limiters_pause_ends() -> None:
+    """Through a limiter told 10/s: the retry goes one pause after the 429, no later."""
+    clock = FakeClock()
+    limiter = RateLimiter(
+        RateLimits(write=10, burst=1),
+        clock=clock,
+        wall_clock=clock.wall,
+        sleep=clock.sleep,
+        random=lambda: 0.5,  # the pause as computed, not spread
+    )
+    retrier = Retrier(Retries(), budget=None, clock=clock, sleep=clock.sleep, paced=True)
+    answers = iter([429, 200])
+    sent: list[float] = []
+
+    async def attempt(call: Call) -> Response:
+        grant = await limiter.acquire(call.request.method)
+        sent.append(clock())
+        status = next(answers)
+        await limiter.record(grant, status, {})
+        if status == 429:
+            raise rate_limited(None)
+        return OK
+
+    assert await clock.run(retrier.call(Call(post(key=True)), attempt)) is OK
+    assert sent[1] - sent[0] == pytest.approx(1 / (10 * PACING))  # one interval's pause
