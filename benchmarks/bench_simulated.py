@@ -16,6 +16,14 @@ over the run's second half, ``429 share`` the server's 429s ÷ its requests; eac
 lowest and highest over the seeds. Target (issue 8): steady ≥ 0.95 R for the worst seed.
 ``tests/test_ratelimit_sim.py`` asserts it for the cases that once failed.
 
+The second table is a crowd: several clients told the whole limit but sharing no state
+(processes without Redis), each making a few calls at once, each with its own limiter and
+retrier, against a token bucket as the emulator's (burst 1 or 20) and nginx's GCRA with no
+burst. ``finish ÷ ideal`` is when the last call ended ÷ (calls ÷ R). Its rows add, in
+turn, what 2026-11-25 changed: ten attempts through 429s (``Retries.rate_limited_attempts``),
+the limiter's pause after a bare 429 spread over 0.5–1.5 of its length, and no backoff of
+the retrier's own on a 429 when a limiter paces the calls.
+
 Run ``python -m benchmarks simulated --help`` for the options.
 """
 
@@ -27,13 +35,28 @@ import time
 from collections.abc import Sequence
 
 from benchmarks._harness import table
+from contractsdk import Retries
 from contractsdk._ratelimit import RateLimits
-from tests._simserver import Run, learn
+from tests._simserver import CrowdRun, Run, crowd, learn
 
 #: The servers without rate headers, by their name in ``tests/_simserver.py``.
 KINDS = ("token-bucket", "gcra", "fixed-window", "sliding-log")
 #: The least steady-half rate (÷ R) the worst seed must reach.
 STEADY_TARGET = 0.95
+#: The crowds: (server, clients, calls each, R, the server's burst).
+CROWDS = (
+    ("token-bucket", 8, 3, 40.0, 1),
+    ("token-bucket", 8, 4, 20.0, 1),
+    ("token-bucket", 8, 10, 100.0, 20),
+    ("gcra", 4, 25, 100.0, 0),
+)
+#: The crowd's variants, each adding one change: (name, spread, paced, retries).
+VARIANTS = (
+    ("as before: 3 attempts, pause as is", False, False, Retries(rate_limited_attempts=3)),
+    ("+ 10 attempts through 429s", False, False, Retries()),
+    ("+ the pause spread", True, False, Retries()),
+    ("+ a 429 waits on the limiter only", True, True, Retries()),
+)
 
 
 def _floats(text: str) -> list[float]:
@@ -105,4 +128,49 @@ def run(argv: Sequence[str] = ()) -> None:
     headers = ["server", "R", "L", "÷R whole", "÷R steady", "429 share", "steady target"]
     print(table(headers, rows, left=3))
     print()
+    _crowds(args.seeds)
     print(f"ran in {time.perf_counter() - started:.0f} s")
+
+
+def _crowds(seeds: int) -> None:
+    """Print the crowd table: clients told the whole limit, no shared state."""
+    print("# Clients sharing one limit but no state (processes without Redis), fake clock")
+    print()
+    print(
+        f"K clients, each told R and B, make N calls each at once; round trips of 2 to 4 ms; "
+        f"{seeds} seeds per row. finish ÷ ideal: the last call's end ÷ (K·N ÷ R)."
+    )
+    print()
+    rows = []
+    for kind, clients, calls, rate, burst in CROWDS:
+        for name, spread, paced, retries in VARIANTS:
+            runs: list[CrowdRun] = [
+                asyncio.run(
+                    crowd(
+                        kind,
+                        clients=clients,
+                        calls=calls,
+                        rate=rate,
+                        burst=burst,
+                        spread=spread,
+                        paced=paced,
+                        retries=retries,
+                        seed=seed,
+                    )
+                )
+                for seed in range(1, seeds + 1)
+            ]
+            ideal = clients * calls / rate
+            rows.append(
+                [
+                    f"{kind} {rate:g}/s B={burst}",
+                    f"{clients}×{calls}",
+                    name,
+                    _span([run.seconds / ideal for run in runs], ".1f"),
+                    _span([run.share_429 for run in runs], ".0%"),
+                    str(sum(run.failed for run in runs)),
+                ]
+            )
+    headers = ["server", "K×N", "client", "finish ÷ ideal", "429 share", "failed calls"]
+    print(table(headers, rows, left=3))
+    print()

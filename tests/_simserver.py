@@ -22,7 +22,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from contractsdk import RateLimitError, Request, Response, Retries
+from contractsdk._http import Call
 from contractsdk._ratelimit import RateLimiter, RateLimits
+from contractsdk._retry import Retrier
 from tests._fakeclock import FakeClock
 
 
@@ -302,4 +305,95 @@ async def learn(
         concurrency=concurrency,
         latency=latency,
         seed=seed,
+    )
+
+
+@dataclass
+class CrowdRun:
+    """What a crowd of clients without shared state measured against one server."""
+
+    calls: int
+    ok: int
+    throttled: int
+    failed: int  # calls that raised RateLimitError after their attempts
+    seconds: float  # until the last call ended
+
+    @property
+    def share_429(self) -> float:
+        sent = self.ok + self.throttled
+        return self.throttled / sent if sent else 0.0
+
+
+async def crowd(
+    kind: str,
+    *,
+    clients: int,
+    calls: int,
+    rate: float,
+    burst: int,
+    spread: bool = True,
+    paced: bool = True,
+    retries: Retries | None = None,
+    latency: float = 0.002,
+    seed: int = 1,
+) -> CrowdRun:
+    """``clients`` clients, each told the whole limit, make ``calls`` calls each, all at once.
+
+    Each has its own limiter and retrier, as processes without Redis do. ``spread``: each
+    limiter draws its pause after a bare 429 (else every draw is 0.5, the pause as
+    computed, as before it was spread); ``paced``: a 429's only wait is the limiter's
+    pause (else the retrier backs off on top, as before). ``retries`` is the policy
+    (``Retries()`` by default).
+    """
+    clock = FakeClock()
+    server = SERVERS[kind](clock, rate, burst)
+    trips = random.Random(seed)
+    start = clock()
+    ends: list[float] = []
+    failed = 0
+
+    def client(index: int) -> tuple[RateLimiter, Retrier]:
+        draws = random.Random(seed * 1000 + index)
+        limiter = RateLimiter(
+            RateLimits(write=rate, burst=max(1, burst)),  # a server of no burst: one at once
+            clock=clock,
+            wall_clock=clock.wall,
+            sleep=clock.sleep,
+            random=draws.random if spread else (lambda: 0.5),
+        )
+        policy = retries or Retries()
+        retrier = Retrier(
+            policy, budget=None, clock=clock, sleep=clock.sleep, random=draws.random, paced=paced
+        )
+        return limiter, retrier
+
+    async def one(limiter: RateLimiter, retrier: Retrier) -> None:
+        nonlocal failed
+
+        async def attempt(call: Call) -> Response:
+            grant = await limiter.acquire("POST")
+            trip = latency * (1 + trips.random())
+            await clock.sleep(trip / 2)
+            status, headers = server.admit()
+            await clock.sleep(trip / 2)
+            await limiter.record(grant, status, headers)
+            if status == 429:
+                raise RateLimitError("429", status_code=429, headers=headers)
+            return Response(status_code=200, content=b"{}")
+
+        request = Request(method="POST", url="http://sim/v1/x", headers={"Idempotency-Key": "k"})
+        try:
+            await retrier.call(Call(request), attempt)
+        except RateLimitError:
+            failed += 1
+        ends.append(clock())
+
+    made = [client(index) for index in range(clients)]
+    await clock.run(asyncio.gather(*(one(*made[c]) for c in range(clients) for _ in range(calls))))
+    return CrowdRun(
+        calls=clients * calls,
+        ok=server.ok,
+        throttled=server.throttled,
+        failed=failed,
+        seconds=max(ends) - start,
     )

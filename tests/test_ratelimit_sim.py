@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import pytest
 
+from contractsdk import Retries
 from contractsdk._ratelimit import RateLimits
-from tests._simserver import learn
+from tests._simserver import crowd, learn
 
 #: The server kinds, and the least success rate (÷ R) and most 429 share a client that
 #: learns the limit must reach against each within ten simulated seconds at R = 100/s.
@@ -88,3 +89,29 @@ async def test_configured_above_the_real_limit_learns_it() -> None:
     run = await learn("token-bucket", RateLimits(write=100), rate=50, seconds=20)
     assert run.per_second >= 0.9 * 50
     assert run.share_429 <= 0.02
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+async def test_clients_sharing_a_limit_but_no_state_all_finish_soon(seed: int) -> None:
+    """Eight clients told the whole limit of a server with no burst, three calls each.
+
+    Every call succeeds, and the last within four times the ideal (24 calls at 40/s:
+    0.6 s). As before 2026-11-25 (three attempts, every client's pause after a bare 429
+    the same, the retrier's backoff on top), calls failed after three 429s, or the
+    clients came back together every 2 s and the last call took several times longer.
+    """
+    now = await crowd("token-bucket", clients=8, calls=3, rate=40, burst=1, seed=seed)
+    assert now.failed == 0
+    assert now.seconds <= 4 * 0.6
+    before = await crowd(
+        "token-bucket",
+        clients=8,
+        calls=3,
+        rate=40,
+        burst=1,
+        spread=False,
+        paced=False,
+        retries=Retries(rate_limited_attempts=3),
+        seed=seed,
+    )
+    assert before.failed > 0 or before.seconds > 2 * now.seconds
