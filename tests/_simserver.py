@@ -193,11 +193,22 @@ SERVERS: dict[str, Callable[[Callable[[], float], float, int], Server]] = {
 
 
 @dataclass
-class Run:
-    """What a simulated run measured."""
+class Answers:
+    """The server's answers in a run: successes and 429s."""
 
     ok: int
     throttled: int
+
+    @property
+    def share_429(self) -> float:
+        sent = self.ok + self.throttled
+        return self.throttled / sent if sent else 0.0
+
+
+@dataclass
+class Run(Answers):
+    """What a simulated run measured."""
+
     seconds: float
     rates: list[tuple[float, float | None]] = field(default_factory=list)  # (time, rate)
     admitted_at: list[float] = field(default_factory=list)  # from the start, each success
@@ -213,10 +224,17 @@ class Run:
         late = sum(1 for at in self.admitted_at if at >= half)
         return late / half if half else 0.0
 
-    @property
-    def share_429(self) -> float:
-        sent = self.ok + self.throttled
-        return self.throttled / sent if sent else 0.0
+
+async def exchange(
+    limiter: RateLimiter, clock: FakeClock, server: Server, trip: float
+) -> tuple[int, dict[str, str]]:
+    """One request granted, sent on a round trip of ``trip`` (answered half way), recorded."""
+    grant = await limiter.acquire("POST")
+    await clock.sleep(trip / 2)
+    status, headers = server.admit()
+    await clock.sleep(trip / 2)
+    await limiter.record(grant, status, headers)
+    return status, headers
 
 
 async def simulate(
@@ -247,12 +265,9 @@ async def simulate(
         while remaining[0] > 0:
             remaining[0] -= 1
             while True:
-                grant = await limiter.acquire("POST")
-                trip = latency * (1 + rng.random())
-                await clock.sleep(trip / 2)
-                status, headers = server.admit()
-                await clock.sleep(trip / 2)
-                await limiter.record(grant, status, headers)
+                status, headers = await exchange(
+                    limiter, clock, server, latency * (1 + rng.random())
+                )
                 if status != 429:
                     last[0] = clock()
                     break
@@ -309,19 +324,12 @@ async def learn(
 
 
 @dataclass
-class CrowdRun:
+class CrowdRun(Answers):
     """What a crowd of clients without shared state measured against one server."""
 
     calls: int
-    ok: int
-    throttled: int
     failed: int  # calls that raised RateLimitError after their attempts
     seconds: float  # until the last call ended
-
-    @property
-    def share_429(self) -> float:
-        sent = self.ok + self.throttled
-        return self.throttled / sent if sent else 0.0
 
 
 async def crowd(
@@ -371,12 +379,8 @@ async def crowd(
         nonlocal failed
 
         async def attempt(call: Call) -> Response:
-            grant = await limiter.acquire("POST")
             trip = latency * (1 + trips.random())
-            await clock.sleep(trip / 2)
-            status, headers = server.admit()
-            await clock.sleep(trip / 2)
-            await limiter.record(grant, status, headers)
+            status, headers = await exchange(limiter, clock, server, trip)
             if status == 429:
                 raise RateLimitError("429", status_code=429, headers=headers)
             return Response(status_code=200, content=b"{}")
