@@ -646,3 +646,18 @@ def test_a_shared_slow_start_doubles_half_as_fast() -> None:
     shared = grow(control, ceiling=None, sent=1000.0, backlogged=True, now=0.5, shared=True)
     assert alone.rate == pytest.approx(400.0)
     assert shared.rate == pytest.approx(200.0)
+
+
+def test_a_slow_start_refused_within_its_first_answers_keeps_its_own_terms() -> None:
+    """Too few answers measure nothing, not even what was sent: W is the slow start's rate.
+
+    One request sent over a busy half second reads as 2/s; taken for W, it cut the rate
+    to 1.4/s. With five answers or more, what was sent counts as before.
+    """
+    control = initial(None, adaptive=True, now=0.0)
+    lone = Observation(status=429, answered=1, admitted=0, sent=2.0)
+    decision = decide(control, lone, now=0.5)
+    assert decision.control.rate == pytest.approx(SLOW_START_RATE * FIRST_BETA)
+    assert decision.control.w_max == pytest.approx(SLOW_START_RATE)
+    enough = Observation(status=429, answered=8, admitted=7, admitted_rate=2.0, sent=2.0)
+    assert decide(control, enough, now=0.5).control.w_max == pytest.approx(2.0)

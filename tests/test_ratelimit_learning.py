@@ -18,7 +18,7 @@ from contractsdk._ratelimit import (
     RateLimits,
     bucket_name,
 )
-from contractsdk._ratelimit._control import BETA
+from contractsdk._ratelimit._control import BETA, FIRST_BETA
 from contractsdk._ratelimit._limits import BucketName
 from tests._fakeclock import FakeClock
 from tests._limiterkit import answer, make_limiter
@@ -315,4 +315,38 @@ async def test_a_decrease_that_loses_a_race_is_decided_again() -> None:
     shared, _, _ = races[0].snapshot("write")
     assert shared.epoch == grant.epoch + 1
     assert shared.phase == "cubic"
-    assert shared.rate is not None and shared.rate < before
+    assert shared.rate is not None and shared.rate < before * 1.5  # under the rise it lost to
+
+
+async def _burst(limiter: RateLimiter, clock: FakeClock, count: int) -> float:
+    """Seconds ``count`` requests at once take through ``limiter``, each answered 200."""
+    start = clock()
+
+    async def one() -> None:
+        grant = await limiter.acquire("POST")
+        await clock.sleep(0.01)
+        await limiter.record(grant, 200, {})
+
+    await clock.run(asyncio.gather(*(one() for _ in range(count))))
+    return clock() - start
+
+
+async def test_a_lone_429_does_not_set_the_limit_to_what_one_request_sent() -> None:
+    """A learning client's only request refused: its rate keeps to the slow start's terms.
+
+    One request over a busy half second reads as 2/s sent; taken for W, it set the rate
+    to 1.4/s, and a burst of 50 an idle spell later took 9.9 s against a server that
+    admitted them all. Too few answers measure nothing, what was sent included: the rate
+    drops to FIRST_BETA of the slow start's, and the burst takes under four times what
+    it takes a client that never met the 429.
+    """
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits())
+    grant = await limiter.acquire("POST")
+    await clock.advance(0.01)
+    await limiter.record(grant, 429, {})
+    assert limiter.state.write.rate == pytest.approx(SLOW_START_RATE * FIRST_BETA)
+    await clock.advance(5.0)  # idle
+    refused_once = await _burst(limiter, clock, 50)
+    fresh = await _burst(make_limiter(clock, RateLimits()), clock, 50)
+    assert refused_once < 4 * fresh  # 2.6 s against 0.9 s; it was 9.9 s

@@ -242,14 +242,16 @@ def _measured_w(rate: float, observation: Observation, remembered: float) -> flo
     as it lasts, and a window refuses all its 429s at its end. ``remembered`` is what
     counts of the last busy second in an epoch younger than one.
     """
+    if observation.phase_slow and _few_answers(observation):
+        # Refused within its first few answers (a server without a burst, or another
+        # process that spent the quota): too few to measure a rate by, what was sent
+        # included (one admitted in half a second read as 2/s against a limit of 12, and
+        # the pause after it lasted 0.8 s; one request sent and refused set W to 2/s, and
+        # a burst of 50 an idle spell later took 10 s).
+        return rate
     if 0 < observation.sent < rate and not observation.backlogged:
         rate = observation.sent  # the rate was not all used: W is what was sent
     fleet = _fleet_admitted(observation)
-    if observation.phase_slow and observation.answered * observation.scale < MIN_ANSWERS:
-        # Refused within its first few answers (a server without a burst): too few to
-        # measure a rate by (one admitted in half a second read as 2/s against a limit of
-        # 12, and the pause after it lasted 0.8 s).
-        return rate
     if observation.phase_slow:
         # This process's admitted rate lately, times the processes sharing the bucket:
         # the fleet's send rate times the share admitted over the epoch counts the whole
@@ -297,6 +299,11 @@ def _fleet_admitted(observation: Observation) -> float:
     if observation.scale <= 1 or observation.sent <= 0 or observation.answered <= 0:
         return 0.0
     return observation.sent * observation.admitted / observation.answered
+
+
+def _few_answers(observation: Observation) -> bool:
+    """Too few answers to measure a rate by (a fleet's count for every process)."""
+    return observation.answered * observation.scale < MIN_ANSWERS
 
 
 def _young(observation: Observation) -> bool:
@@ -415,7 +422,7 @@ def _leave_slow_start(
     that failed, fast at first, until a 429 in an epoch old enough to measure finds W.
     """
     failed = rate
-    if 0 < observation.sent < rate and not observation.backlogged:
+    if 0 < observation.sent < rate and not observation.backlogged and not _few_answers(observation):
         failed = observation.sent
     if observation.scale <= 1:
         new = _clamp(measured * FIRST_BETA, ceiling)
