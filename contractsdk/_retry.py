@@ -27,7 +27,8 @@ How long to wait before retry n (n = 1, 2, ...):
 
 * the error's ``retry_after`` (a 429's ``Retry-After``), exactly: no jitter below it. If it
   is longer than ``Retries.retry_after_max``, or would end past the call's deadline, the
-  error is raised at once instead.
+  error is raised at once instead. A ``Retry-After`` of 0 (or a date already past) names
+  no wait: the failure is retried as one without it.
 * a 429 without one, when a rate limiter paces the calls (``Retrier(paced=True)``): no
   wait of the retrier's own. The limiter pauses its bucket after every 429 (longer for
   each in a row, spread so that clients refused together do not return together) and
@@ -266,8 +267,13 @@ def backoff(retry: int, *, initial: float, maximum: float, random: Callable[[], 
 
 
 def _retry_after(error: BaseException) -> float | None:
+    """The error's Retry-After, if it names a wait: 0 (or a date already past) does not.
+
+    As openai's client: a 429 that says "now" is retried as a bare one, behind a backoff
+    or the limiter's pause, not at once up to ``rate_limited_attempts`` times.
+    """
     value = getattr(error, "retry_after", None)
-    if isinstance(value, int | float) and math.isfinite(value) and value >= 0:
+    if isinstance(value, int | float) and math.isfinite(value) and value > 0:
         return float(value)
     return None
 

@@ -107,6 +107,19 @@ async def test_clients_refused_together_do_not_come_back_together() -> None:
         assert limiter.state.write.paused_for == 3.0
 
 
+@pytest.mark.parametrize("headers", [{"Retry-After": "0"}, {"retry-after-ms": "0"}])
+async def test_a_retry_after_of_zero_pauses_as_a_bare_429(headers: dict[str, str]) -> None:
+    """A 429 that says to retry now pauses one interval, as one that says nothing.
+
+    Taken for a pause of 0, it let every retry go back to back.
+    """
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits(write=10))
+    await limiter.acquire("POST")
+    await answer(limiter, "POST", 429, headers)
+    assert limiter.state.write.paused_for == pytest.approx(1 / (10 * PACING))
+
+
 async def test_not_adaptive_keeps_its_rate_but_obeys_retry_after() -> None:
     """adaptive=False: a 429 does not change the rate; its Retry-After still pauses."""
     clock = FakeClock()

@@ -499,3 +499,15 @@ async def test_a_bare_429_is_retried_when_the_limiters_pause_ends() -> None:
 
     assert await clock.run(retrier.call(Call(post(key=True)), attempt)) is OK
     assert sent[1] - sent[0] == pytest.approx(1 / (10 * PACING))  # one interval's pause
+
+
+async def test_a_retry_after_of_zero_names_no_wait() -> None:
+    """``Retry-After: 0`` (or a date already past) is retried as a bare 429, not at once.
+
+    Taken as "now", ten attempts went back to back; as openai's client does, only a wait
+    above 0 replaces the backoff (unpaced) or the limiter's pause (paced).
+    """
+    clock = FakeClock()
+    script = Script(clock, [rate_limited(0.0), OK])
+    await clock.run(make_retrier(clock, random=lambda: 0.5).call(Call(request()), script))
+    assert clock.sleeps == [0.25]  # U(0, 0.5), as for a bare 429

@@ -224,7 +224,8 @@ def said_pause(observation: Observation, *, max_pause: float, paced: bool = True
     """
     hints = observation.hints
     status = observation.status
-    if hints.retry_after is not None and (status == 429 or status >= 500):
+    # A Retry-After of 0 (or a date already past) names no pause: a 429 with it is bare.
+    if hints.retry_after and (status == 429 or status >= 500):
         return min(hints.retry_after, max_pause)
     if (status == 429 or not paced) and observation.exhausted and hints.reset is not None:
         return min(hints.reset, max_pause)
