@@ -266,6 +266,10 @@ def backoff(retry: int, *, initial: float, maximum: float, random: Callable[[], 
     return random() * cap
 
 
+def _is_429(error: BaseException) -> bool:
+    return isinstance(error, APIError) and error.status_code == 429
+
+
 def _retry_after(error: BaseException) -> float | None:
     """The error's Retry-After, if it names a wait: 0 (or a date already past) does not.
 
@@ -438,7 +442,7 @@ class Retrier:
         retry_after = _retry_after(error)
         if retry_after is not None:
             return retry_after
-        if self.paced and isinstance(error, APIError) and error.status_code == 429:
+        if self.paced and _is_429(error):
             return 0.0  # the limiter's pause is the backoff
         config = self.config
         return backoff(
@@ -453,7 +457,7 @@ class Retrier:
         config = self.config
         error = _exception(state)
         limit = config.attempts
-        if isinstance(error, APIError) and error.status_code == 429:
+        if _is_429(error):
             limit = max(limit, config.rate_limited_attempts)
         if state.attempt_number >= limit:
             return True

@@ -313,9 +313,7 @@ def _young(observation: Observation) -> bool:
     Its answers count for every process that shares the bucket (``scale``): one of K
     sees a K-th of them.
     """
-    return (
-        observation.epoch_age < MIN_EPOCH or observation.answered * observation.scale < MIN_ANSWERS
-    )
+    return observation.epoch_age < MIN_EPOCH or _few_answers(observation)
 
 
 def _draining(observation: Observation) -> bool:
