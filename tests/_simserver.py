@@ -11,6 +11,9 @@ Each server model is exact and deterministic; they differ the way real servers d
 * ``gcra``: nginx's ``limit_req rate=R burst=B nodelay``: bare 429s, no headers at all.
 
 Nothing here shares code with the limiter: the models are the independent side.
+
+A client may also run on a *busy event loop* (``learn(..., lag=)``): its limiter's timers
+fire late, as they do on a loaded machine, and the load comes and goes.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import asyncio
 import math
 import random
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from contractsdk import RateLimitError, Request, Response, Retries
@@ -291,6 +294,29 @@ async def simulate(
     )
 
 
+#: A busy event loop's load comes and goes: it is on for every other span this long
+#: (simulated seconds; not a divisor of a window's second, so the spans drift across them).
+LOAD_PERIOD = 1.7
+
+
+def busy_loop(clock: FakeClock, lag: float, seed: int) -> Callable[[float], Awaitable[None]]:
+    """A sleep whose timers fire 0 to ``2 * lag`` s late in every other ``LOAD_PERIOD``.
+
+    How an event loop on a loaded machine paces: a timer fires when the loop gets to it.
+    Each late slot is lost to a pacer that does not catch up (at 1,000/s, 0.4 ms late on
+    average is 30 % short), and when the load lifts the pacer sends at its full rate again.
+    Its draws are seeded apart from the round trips'.
+    """
+    draws = random.Random(seed * 7919)
+    start = clock()
+
+    async def sleep(delay: float) -> None:
+        loaded = int((clock() - start) / LOAD_PERIOD) % 2 == 1
+        await clock.sleep(delay + (2 * lag * draws.random() if loaded else 0.0))
+
+    return sleep
+
+
 async def learn(
     kind: str,
     limits: RateLimits,
@@ -301,14 +327,19 @@ async def learn(
     concurrency: int = 32,
     latency: float = 0.01,
     seed: int = 1,
+    lag: float = 0.0,
 ) -> Run:
-    """One client with ``limits`` against a fresh server of ``kind`` for ~``seconds``."""
+    """One client with ``limits`` against a fresh server of ``kind`` for ~``seconds``.
+
+    ``lag``: on a busy event loop (:func:`busy_loop`), its timers this late on average
+    while loaded.
+    """
     clock = FakeClock()
     limiter = RateLimiter(
         limits,
         clock=clock,
         wall_clock=clock.wall,
-        sleep=clock.sleep,
+        sleep=busy_loop(clock, lag, seed) if lag else clock.sleep,
         random=random.Random(-seed).random,  # its own draws: the round trips' stay as they were
     )
     server = SERVERS[kind](clock, rate, burst)
