@@ -21,10 +21,15 @@ for idle-then-busy over the second busy phase only; ``429 share`` the server's 4
 requests over the whole run (idle-then-busy: and, from the client's own counts, over the
 second phase); ``settle s`` the seconds until the client's own write rate
 (``client.rate_limits.write.rate``, sampled every 0.1 s) enters, and stays within, 5 % of
-R (``-`` when it never does by the end). Targets: learnt: steady ≥ 0.95 R and ≤ 1 % 429s
-over the whole run; told: ≥ 0.97 R and ≤ 0.5 % 429s; idle-then-busy, second phase: told
-right ≥ 0.97 R and ≤ 0.5 %, told wrong ≥ 0.90 R and ≤ 2 %. Under the table, each row's
-successes per second and the client's own write rate, every 0.5 s from the start.
+R (``-`` when it never does by the end); ``ok ±5 % s`` the seconds until the successes
+per second, over every second from then to the end of the run, stay within 5 % of R (at
+25/s, 24 to 26 a second; ``-``: never, and for idle-then-busy not measured). The client's
+rate is the schedule's, which a pacer on a busy event loop falls short of, and CUBIC's
+probes dip it under 0.95 R on purpose: the successes are what a user sees. Targets:
+learnt: steady ≥ 0.95 R and ≤ 1 % 429s over the whole run; told: ≥ 0.97 R and ≤ 0.5 %
+429s; idle-then-busy, second phase: told right ≥ 0.97 R and ≤ 0.5 %, told wrong
+≥ 0.90 R and ≤ 2 %. Under the table, each row's successes per second and the client's
+own write rate, every 0.5 s from the start.
 
 Figures are printed, never asserted: the machine is shared and noisy. ``--quick`` runs a
 subset in about a minute; ``--plot PATH`` draws the rates over time and ``--chart DIR``
@@ -129,6 +134,7 @@ class Outcome:
     share_429: float = 0.0
     second_429: float | None = None
     settle: float | None = None
+    ok_settle: float | None = None
     series: list[int] = field(default_factory=list)
     rates: list[list[float]] = field(default_factory=list)
 
@@ -165,6 +171,24 @@ def _steady(case: Case, result: Measured) -> tuple[float, float | None]:
     return (ok / seconds / case.rate if seconds > 0 else 0.0), None
 
 
+def _ok_settle(series: Sequence[int], rate: float, band: float = 0.05) -> float | None:
+    """Seconds until every second of successes from then on is within ``band`` of ``rate``.
+
+    Seconds sliding by :data:`STEP`; the last point (the run ends part way through it) is
+    left out. None when the last second is still outside.
+    """
+    per = round(1 / STEP)
+    full = list(series[:-1])
+    settled: float | None = None
+    for start in range(len(full) - per + 1):
+        inside = abs(sum(full[start : start + per]) - rate) <= band * rate
+        if inside and settled is None:
+            settled = start * STEP
+        elif not inside:
+            settled = None
+    return settled
+
+
 def _run_case(case: Case, server: Server, concurrency: int) -> Outcome:
     spec = WorkerSpec(
         kind="sdk",
@@ -185,6 +209,8 @@ def _run_case(case: Case, server: Server, concurrency: int) -> Outcome:
     outcome.steady, outcome.second_429 = _steady(case, result)
     outcome.share_429 = result.share_429
     outcome.settle = settle_time(worker.rates, case.rate)
+    if len(case.phases) == 1:
+        outcome.ok_settle = _ok_settle(worker.series, case.rate)
     outcome.series = worker.series
     outcome.rates = worker.rates
     return outcome
@@ -215,6 +241,7 @@ def _line(outcome: Outcome) -> list[str]:
         f"{outcome.steady:.3f}",
         share,
         "-" if outcome.settle is None else f"{outcome.settle:.1f}",
+        "-" if outcome.ok_settle is None else f"{outcome.ok_settle:.1f}",
         verdict(checks),
     ]
 
@@ -387,7 +414,16 @@ def run(argv: Sequence[str] = ()) -> None:
     print()
     print(
         table(
-            ["client", "server", "÷R whole", "÷R steady", "429 share", "settle s", "target"],
+            [
+                "client",
+                "server",
+                "÷R whole",
+                "÷R steady",
+                "429 share",
+                "settle s",
+                "ok ±5 % s",
+                "target",
+            ],
             lines,
             left=2,
         )

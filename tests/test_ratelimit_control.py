@@ -23,7 +23,6 @@ from contractsdk._ratelimit._control import (
     MAX_SHORTFALL,
     MIN_RATE,
     PACING,
-    PAUSE_BUSY,
     SLOW_START_CLAMP,
     SLOW_START_DOUBLING,
     SLOW_START_RATE,
@@ -497,21 +496,6 @@ def test_a_windows_memory_is_not_the_same_limit_found_again() -> None:
     assert decide(control, found).control.k_base == 2 * CUBIC_K  # the limit, found again
 
 
-def test_a_decrease_climbs_from_the_end_of_a_pause_the_server_named() -> None:
-    """Waiting out a Retry-After is not climbing: the curve starts when it ends.
-
-    The busy clock counts a pause (up to PAUSE_BUSY of it); without the shift, a second's
-    Retry-After would have brought the rate back half way to W by the time it ended.
-    """
-    control = attrs.evolve(cubic(w_max=100.0), rate=100.0)
-    bare = Observation(status=429, epoch_age=2.0, answered=200, admitted=190)
-    assert decide(control, bare).control.t_fail == 10.0
-    named = attrs.evolve(bare, hints=RateLimitHints(retry_after=1.0))
-    assert decide(control, named).control.t_fail == pytest.approx(11.0)
-    long = attrs.evolve(bare, hints=RateLimitHints(retry_after=30.0))
-    assert decide(control, long).control.t_fail == pytest.approx(10.0 + PAUSE_BUSY)
-
-
 def test_a_window_that_remembers_the_last_overload_does_not_set_w() -> None:
     """A young epoch admitting far less than it sends: the rate drops, W stays the rate.
 
@@ -532,31 +516,6 @@ def test_a_window_that_remembers_the_last_overload_does_not_set_w() -> None:
     old = attrs.evolve(echo, epoch_age=LATELY_SPAN, answered=62, admitted=29)
     assert decide(control, old).control.w_max == pytest.approx(74.0 * MAX_CUT)
     assert ECHO_SHARE * 74.0 < 38.0
-
-
-def test_a_cut_keeps_half_of_what_was_sent_not_of_a_schedule_that_ran_ahead() -> None:
-    """MAX_CUT of the rate in use: of what went out, when the pacer fell far short of it.
-
-    On a busy event loop the pacer sent 1,700/s while a climb it could not follow took
-    the schedule to 4,800/s. A fixed window of 1,000/s measured its quota (W = 1,150 with
-    the shortfall); half of 4,800 kept W at 2,400, and the client at twice the limit.
-    """
-    control = attrs.evolve(cubic(w_max=6000.0), rate=4800.0)
-    ran_ahead = Observation(
-        status=429,
-        epoch_age=1.25,
-        answered=1060,
-        admitted=995,
-        admitted_second=995.0,
-        sent=1700.0,
-        backlogged=True,
-    )
-    left = decide(control, ran_ahead).control
-    assert left.w_max == pytest.approx(995.0 * MAX_SHORTFALL)  # the quota, not 2,400
-    assert left.rate == pytest.approx(995.0 * MAX_SHORTFALL * BETA)
-    # A schedule that sent what it said keeps MAX_CUT of it, as before.
-    kept = attrs.evolve(ran_ahead, sent=4800.0)
-    assert decide(control, kept).control.w_max == pytest.approx(4800.0 * MAX_CUT)
 
 
 def test_a_429_under_what_the_server_admitted_lately_is_a_windows_memory() -> None:

@@ -37,7 +37,6 @@ from contractsdk._auth import TokenAuth
 from contractsdk._config import Environment
 from contractsdk._ratelimit import Grant, RateLimiter, Slot
 from contractsdk._ratelimit._redis import TTL, RedisStore
-from contractsdk._ratelimit._store import IDLE_GAP
 from contractsdk._redis import SharedRedis
 from contractsdk.sandbox import SandboxServer
 from contractsdk.testing import json_response
@@ -238,23 +237,6 @@ async def test_a_slot_is_stamped_with_the_busy_time_it_falls_at(
     busy = [slot.busy - slot.wait for slot in slots if isinstance(slot, Slot)]
     assert busy == pytest.approx([busy[0]] * 3, abs=0.05)  # reserved at once: wait is busy
     assert [slot.wait for slot in slots if isinstance(slot, Slot)][-1] >= 0.15
-
-
-async def test_the_shared_busy_clock_counts_a_pause_as_the_local_one_does(
-    redis_server: RedisServer, limiters: list[RateLimiter]
-) -> None:
-    """A pause is busy time (up to PAUSE_BUSY of it); idle time is not (IDLE_GAP at most)."""
-    limiter = shared_limiter(redis_server.url, RateLimits(write=10, burst=1))
-    limiters.append(limiter)
-    store, schedule = shared_store(limiter), limiter._queues["write"].schedule
-    first = await store.reserve("write", schedule, max_wait=None)
-    control, version, _ = store.snapshot("write")
-    await store.update("write", control, version, schedule=schedule, pause=0.5, tokens=None)
-    await asyncio.sleep(0.7)
-    after = await store.reserve("write", schedule, max_wait=None)
-    assert isinstance(first, Slot)
-    assert isinstance(after, Slot)
-    assert after.busy - after.wait - (first.busy - first.wait) > IDLE_GAP + 0.2
 
 
 async def test_a_slot_given_back_is_not_counted_as_sent(

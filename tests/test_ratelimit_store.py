@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from contractsdk._ratelimit import Control, LocalStore, Schedule, Slot
 from contractsdk._ratelimit._control import PACING
-from contractsdk._ratelimit._store import IDLE_GAP, PAUSE_BUSY, Meter, RingMeter
+from contractsdk._ratelimit._store import Meter, RingMeter
 
 
 def store_at(now: list[float]) -> LocalStore:
@@ -89,7 +89,7 @@ def test_a_refused_reservation_changes_nothing() -> None:
 
 
 def test_a_slot_is_stamped_with_the_busy_time_it_falls_at() -> None:
-    """Its wait is busy time (the schedule is booked until then), a pause's up to PAUSE_BUSY.
+    """Its wait is busy time (the schedule is booked until then); a pause's wait is not.
 
     Stamped at the reservation instead, eight processes each holding a slot 0.4 s ahead
     measured every answer 0.4 s early, and a slow start doubled a second late.
@@ -105,37 +105,8 @@ def test_a_slot_is_stamped_with_the_busy_time_it_falls_at() -> None:
     store.apply("write", control, version, schedule=schedule, pause=2.0, tokens=None, now=now[0])
     paused = store.take("write", schedule, now[0], max_wait=None)
     assert isinstance(paused, Slot)
-    assert paused.wait == pytest.approx(2.0)
-    assert paused.busy - busy[0] == pytest.approx(2.0)  # held back, not idle
-    store.apply("write", control, version, schedule=schedule, pause=30.0, tokens=None, now=now[0])
-    long = store.take("write", schedule, now[0], max_wait=None)
-    assert isinstance(long, Slot)
-    assert long.wait == pytest.approx(30.0)
-    assert long.busy - busy[0] == pytest.approx(PAUSE_BUSY)  # no more of a long one
-
-
-def test_the_busy_clock_counts_a_pause_but_not_idle_time() -> None:
-    """Invariant 4: a gap counts IDLE_GAP at most, plus what of it a pause covered.
-
-    A fixed window that refuses everything until it ends is paused through by a run of
-    429s. Counted as idle, those seconds left the busy clock: its next quota read as the
-    same busy second's, twice the limit, and the client paced at 2,300/s for 1,000.
-    """
-    now = [1000.0]
-    store = store_at(now)
-    start = store.advance("write", 10.0, now[0])
-    now[0] += 5.0  # idle
-    idle = store.advance("write", 10.0, now[0])
-    assert idle - start == pytest.approx(IDLE_GAP)
-    control, version, _ = store.snapshot("write")
-    schedule = Schedule(rate=10.0, tau=0.001, burst=1.0)
-    store.apply("write", control, version, schedule=schedule, pause=0.8, tokens=None, now=now[0])
-    now[0] += 0.8
-    held = store.advance("write", 10.0, now[0])
-    assert held - idle == pytest.approx(0.8)
-    store.apply("write", control, version, schedule=schedule, pause=30.0, tokens=None, now=now[0])
-    now[0] += 40.0
-    assert store.advance("write", 10.0, now[0]) - held == pytest.approx(PAUSE_BUSY + IDLE_GAP)
+    assert paused.wait >= 2.0
+    assert paused.busy - busy[0] < 0.5  # two seconds' wait, but not busy ones
 
 
 def test_a_slot_given_back_is_not_counted_as_sent() -> None:

@@ -33,8 +33,7 @@ What it decides, per bucket:
   overshot it by as much as the server's burst hid; shared, this process's admitted rate
   times the processes; the rate in use if it was refused within its first
   ``MIN_ANSWERS`` answers, too few to measure by), cut by ``FIRST_BETA``. Later cuts keep
-  at least ``MAX_CUT`` of the rate in use (of what was sent, when the pacer fell more
-  than ``MAX_SHORTFALL`` short of its schedule).
+  at least ``MAX_CUT`` of the rate in use.
 * **A window's memory.** An epoch younger than a second that admitted less than
   ``ECHO_SHARE`` of what it sent is a window still remembering the last overload (a
   sliding log admits only as its entries of a second ago expire), and so is a 429 for a
@@ -97,7 +96,6 @@ __all__ = [
     "FIRST_BETA",
     "MIN_RATE",
     "PACING",
-    "PAUSE_BUSY",
     "SLOW_START_DOUBLING",
     "SLOW_START_RATE",
     "Control",
@@ -109,13 +107,6 @@ __all__ = [
 
 #: The longest pause a run of bare 429s backs off to.
 BACKOFF_MAX: Final = 2.0
-#: The most of one pause the busy clock counts. A pause holds requests back, it is not
-#: idle: a window that refuses everything until it ends, paused through, is measured over
-#: the seconds it really spans (its next quota is not read as the same second's). But a
-#: long one (a Retry-After of a minute) sends nothing and teaches nothing, and the
-#: learning's clock does not run through it: as long as a run of bare 429s backs off to.
-#: A decrease's curve starts when its pause ends.
-PAUSE_BUSY: Final = BACKOFF_MAX
 #: The fraction of a known limit the bucket is paced at: requests reach the server no
 #: earlier than they leave, so pacing under R leaves its bucket a margin growing by 1 % of R
 #: per second against timing noise.
@@ -355,7 +346,7 @@ def _decrease(
         return control
     if slow:
         return _leave_slow_start(control, rate, max(MIN_RATE, measured), observation, ceiling, now)
-    w_max = max(MIN_RATE, measured, _in_use(rate, observation) * MAX_CUT)
+    w_max = max(MIN_RATE, measured, rate * MAX_CUT)
     memory = (
         not young
         and observation.epoch_age < LATELY_SPAN
@@ -384,17 +375,6 @@ def _decrease(
         target = max(w_max, rate, last_second)
         return _curve(control, start, target, start / target, k, now)
     return _curve(control, _clamp(w_max * beta, ceiling), w_max, beta, k, now)
-
-
-def _in_use(rate: float, observation: Observation) -> float:
-    """The rate in use: the schedule's, or what was sent if that fell far short of it.
-
-    A pacer falls short of its rate on a busy event loop, and a climb it cannot follow
-    goes on in the schedule's terms alone (to 4,800/s while 1,700/s went out): that is not
-    a rate in use, and keeping half of it kept the client at twice the limit.
-    """
-    sent = observation.sent
-    return min(rate, sent * MAX_SHORTFALL) if sent > 0 else rate
 
 
 def _last_second(control: Control, observation: Observation) -> float:
@@ -562,7 +542,7 @@ def step(
         max_pause: The longest pause any answer may cause.
         jitter: What a bare 429's pause is multiplied by (never one the server named).
     """
-    rate, epoch = control.rate, control.epoch
+    rate = control.rate
     pause = said_pause(observation, max_pause=max_pause, paced=rate is not None)
     throttled = observation.throttled
     tokens = 0.0 if throttled else observation.hints.remaining
@@ -615,9 +595,4 @@ def step(
         # clients refused together do not all come back together.
         backoff = _backoff(rate, observation.streak, jitter)
         pause = min(backoff, max_pause) if throttled else 0.0
-    elif control.phase == "cubic" and control.epoch != epoch:
-        # A decrease with a pause the server named: its curve starts when the pause ends
-        # (waiting out a Retry-After is not climbing), as far as the busy clock counts it.
-        held = min(pause, PAUSE_BUSY)
-        control = attrs.evolve(control, t_fail=now + held, stamp=now + held)
     return Decision(control, pause=pause, tokens=tokens)

@@ -52,7 +52,7 @@ from . import _control
 from ._control import Control, Observation
 from ._limits import DEFAULT_MAX_PAUSE, BucketName, RateLimits, bucket_name
 from ._queue import Grant, _burst_cap, _Queue
-from ._store import IDLE_GAP, PAUSE_BUSY, LocalStore, Store, _held
+from ._store import IDLE_GAP, LocalStore, Store
 
 __all__ = ["BucketState", "Grant", "RateLimiter", "RateLimiterState"]
 
@@ -317,7 +317,7 @@ class RateLimiter:
             if hints.remaining + 1 > queue.server_burst and not throttled:
                 queue.server_burst = min(hints.remaining + 1, _burst_cap(queue))
         store = self._store
-        control, version, paused_until = store.snapshot(grant.bucket)
+        control, version, _ = store.snapshot(grant.bucket)
         # Through a shared store another process may have moved the epoch on already.
         fresh = fresh and grant.epoch == control.epoch
         start = control
@@ -334,7 +334,6 @@ class RateLimiter:
             busy = store.advance(grant.bucket, queue.schedule.rate, now)
         else:  # the shared busy clock, as of the last grant, moved on by local time
             busy = queue.busy + min(now - queue.busy_at, IDLE_GAP)
-            busy += _held(queue.busy_at, now, paused_until)
         if not throttled:
             queue.admitted_meter.add(busy)
             queue.second_meter.add(busy)
@@ -401,8 +400,8 @@ class RateLimiter:
             queue.reschedule(new)  # lost every time: this process paces as it decided
         if new.epoch != queue.epoch:
             # The epoch is measured from the end of its pause: waiting out a Retry-After
-            # is not sending at the new rate (the busy clock counts PAUSE_BUSY of it at most).
-            queue.new_epoch(new.epoch, busy + min(decision.pause, PAUSE_BUSY))
+            # is not sending at the new rate.
+            queue.new_epoch(new.epoch, busy + decision.pause)
         if decision.pause > 0 or (
             queue.schedule.rate is not None
             and old_schedule.rate is not None

@@ -34,16 +34,7 @@ from contractsdk._redis import RedisUnavailableError, SharedRedis
 
 from ._control import Control
 from ._limits import BucketName
-from ._store import (
-    IDLE_GAP,
-    LATENESS,
-    METER_BIN,
-    PAUSE_BUSY,
-    LocalStore,
-    Schedule,
-    Slot,
-    _booked,
-)
+from ._store import IDLE_GAP, LATENESS, METER_BIN, LocalStore, Schedule, Slot, _booked
 
 __all__ = ["RedisStore"]
 
@@ -54,7 +45,7 @@ LIVE_WINDOW: Final = 5.0
 
 # KEYS: bucket hash, clients zset.
 # ARGV: rate ('' = unpaced), tau, burst, max_wait (-1 = none), idle gap, lateness, meter bin,
-#       ttl ms, caller's version, initial control, client id, live window, pause busy.
+#       ttl ms, caller's version, initial control, client id, live window.
 _RESERVE: Final = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
@@ -89,8 +80,6 @@ local gap = now - seen
 if gap > 0 then
   local cap = tonumber(ARGV[5])
   if 2 * iv > cap then cap = 2 * iv end
-  local held = math.min(pause, now) - seen
-  if held > 0 then cap = cap + math.min(held, tonumber(ARGV[13])) end
   busy = busy + math.min(gap, cap)
   seen = now
 end
@@ -329,7 +318,6 @@ class RedisStore:
             _encode(control),
             self._client_id,
             repr(LIVE_WINDOW),
-            repr(PAUSE_BUSY),
         ]
         keys = [self._key(bucket), shared.key("clients")]
         try:

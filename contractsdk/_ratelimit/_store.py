@@ -23,9 +23,7 @@ Invariants of one bucket's schedule (they hold whenever no code of this module r
 3. A pause until ``u`` empties the bucket: ``tat >= u + tau``, so nothing goes before ``u``
    and no burst at ``u``.
 4. The busy clock advances by the time between two events of the bucket, but by at most
-   ``IDLE_GAP`` (or two intervals of the rate) at once: idle time never enters it. A pause
-   is not idle time: what of the gap a pause covered counts as well, up to
-   ``PAUSE_BUSY`` of it.
+   ``IDLE_GAP`` (or two intervals of the rate) at once: idle time never enters it.
 5. The learning state is replaced only by a writer that read the current version
    (compare and set), so two processes that see the same 429 decrease the rate once.
 """
@@ -38,19 +36,10 @@ from typing import Final, Protocol
 
 import attrs
 
-from ._control import PAUSE_BUSY, Control
+from ._control import Control
 from ._limits import BucketName
 
-__all__ = [
-    "IDLE_GAP",
-    "LATENESS",
-    "PAUSE_BUSY",
-    "LocalStore",
-    "Meter",
-    "Schedule",
-    "Slot",
-    "Store",
-]
+__all__ = ["IDLE_GAP", "LATENESS", "LocalStore", "Meter", "Schedule", "Slot", "Store"]
 
 #: The longest gap between two events of a bucket that still counts as busy time.
 IDLE_GAP: Final = 0.25
@@ -102,14 +91,8 @@ class Schedule:
 
 
 def _booked(wait: float, paused: float) -> float:
-    """The busy seconds of a reservation's wait: all of it but a pause's part past PAUSE_BUSY."""
-    return max(0.0, wait - max(0.0, paused - PAUSE_BUSY))
-
-
-def _held(seen: float, now: float, paused_until: float) -> float:
-    """The busy seconds a pause adds to a gap from ``seen`` to ``now`` (invariant 4)."""
-    held = min(paused_until, now) - seen
-    return 0.0 if held <= 0 else min(held, PAUSE_BUSY)
+    """The busy seconds of a reservation's wait: all of it but what a pause holds back."""
+    return max(0.0, wait - max(0.0, paused))
 
 
 class Slot:
@@ -352,13 +335,11 @@ class _Bucket:
         # equal exactly (NaN included) at a third of the cost.
         busy = self.busy
         gap = now - self.seen
-        paused_until = self.paused_until
         if gap > 0:  # LocalStore.advance(), inlined
             cap = schedule.busy_cap
-            if paused_until > self.seen:
-                cap += _held(self.seen, now, paused_until)
             self.busy = busy = busy + (cap if cap < gap else gap)
             self.seen = now
+        paused_until = self.paused_until
         start = now if now > paused_until else paused_until
         interval = schedule.interval
         if interval:
@@ -438,7 +419,6 @@ class LocalStore:
         gap = now - state.seen
         if gap > 0:
             cap = max(IDLE_GAP, 2 / rate) if rate else IDLE_GAP
-            cap += _held(state.seen, now, state.paused_until)
             state.busy += min(gap, cap)
             state.seen = now
         return state.busy
