@@ -23,6 +23,8 @@ from contractsdk._ratelimit._control import (
     MAX_SHORTFALL,
     MIN_RATE,
     PACING,
+    PROBE_FLOOR,
+    REFUSAL_SHARE,
     SLOW_START_CLAMP,
     SLOW_START_DOUBLING,
     SLOW_START_RATE,
@@ -158,6 +160,28 @@ def test_a_429_in_a_young_epoch_backs_off_without_lowering_again() -> None:
     assert pauses[1] == pytest.approx(2 * pauses[0])
     assert pauses == sorted(pauses)
     assert pauses[-1] == BACKOFF_MAX
+
+
+def test_a_pause_lasts_no_longer_than_half_the_run_of_429s_it_answers() -> None:
+    """A pause probes for the end of a refusal: past it, the time is lost.
+
+    A fixed window of 1,000/s refuses everything until its second ends. Doubling from a
+    millisecond reached BACKOFF_MAX (spread to 2.1 s) a second into the refusal, and the
+    client stood still for two seconds after the window had reset (loopback: 0.43 R).
+    """
+    control = Control(rate=1000.0, phase="cubic", w_max=1100.0, t_fail=9.9, k=2.0)
+
+    def pause(streak: int, refused_for: float) -> float:
+        refused = Observation(
+            status=429, epoch_age=0.05, answered=streak, streak=streak, refused_for=refused_for
+        )
+        return decide(control, refused).pause
+
+    assert pause(12, 1.0) == pytest.approx(REFUSAL_SHARE * 1.0)  # not 2 s
+    assert pause(12, 0.05) == pytest.approx(PROBE_FLOOR)  # no shorter than a floor
+    assert pause(12, 10.0) == BACKOFF_MAX  # a long refusal: as before
+    assert pause(3, 1.0) == pytest.approx(0.004)  # doubling still rules early on
+    assert pause(12, 0.0) == BACKOFF_MAX  # no run measured: doubling alone
 
 
 @pytest.mark.parametrize("jitter", [0.5, 0.8, 1.49])

@@ -150,6 +150,32 @@ def test_a_429_counts_in_a_row_only_for_requests_granted_after_the_last() -> Non
     assert queue.streak == 0
 
 
+def test_a_run_of_429s_is_timed_from_its_first() -> None:
+    """The controller is told how long the run of 429s has lasted, to hold its pause to it."""
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits(read=100, burst=10))
+    queue = limiter._queues["read"]
+    first = limiter.try_acquire("GET")
+    assert first is not None
+    limiter.note(first, 429, {})
+    started = queue.refused_since
+    assert started == clock.now
+    clock.now += 0.4
+    second = limiter.try_acquire("GET")
+    assert second is not None
+    limiter.note(second, 429, {})
+    assert (queue.streak, queue.refused_since) == (2, started)  # timed from its first
+    clock.now += 0.4
+    third = limiter.try_acquire("GET")
+    assert third is not None
+    limiter.note(third, 200, {})  # the run ends
+    clock.now += 0.4
+    fourth = limiter.try_acquire("GET")
+    assert fourth is not None
+    limiter.note(fourth, 429, {})
+    assert (queue.streak, queue.refused_since) == (1, clock.now)  # a new run
+
+
 async def test_unknown_limits_slow_start_then_learn() -> None:
     """Unknown limits: start at a modest rate, raise it while it is all used, lower on a 429."""
     clock = FakeClock()

@@ -64,8 +64,10 @@ What it decides, per bucket:
 * **Pauses.** A 429 (or 5xx) with ``Retry-After`` pauses the bucket that long; a 429 that
   says the counter is empty pauses until its reset; a bare 429 pauses for one interval of
   the (lowered) rate, doubled for each 429 in a row (each for a request granted after the
-  one before was answered), up to ``BACKOFF_MAX``, and spread by ``jitter`` (the limiter
-  draws it from [0.5, 1.5): processes that share a key but not their state, refused
+  one before was answered), up to ``BACKOFF_MAX`` and to ``REFUSAL_SHARE`` of how long
+  the run of 429s has lasted (at least ``PROBE_FLOOR``: a probe for the end of a
+  refusal, not a wait past it), and spread by ``jitter`` (the limiter draws it from
+  [0.5, 1.5): processes that share a key but not their state, refused
   together, would otherwise come back together, 2 s later each time, and be refused
   together again). Every pause is cut to ``max_pause``:
   no answer, however absurd (``Retry-After: 1e9``, a date in 9999, a reset a year away),
@@ -96,6 +98,8 @@ __all__ = [
     "FIRST_BETA",
     "MIN_RATE",
     "PACING",
+    "PROBE_FLOOR",
+    "REFUSAL_SHARE",
     "SLOW_START_DOUBLING",
     "SLOW_START_RATE",
     "Control",
@@ -107,6 +111,12 @@ __all__ = [
 
 #: The longest pause a run of bare 429s backs off to.
 BACKOFF_MAX: Final = 2.0
+#: In a run of bare 429s, a pause lasts no longer than this share of the time the run has
+#: lasted so far, nor is cut below ``PROBE_FLOOR`` seconds by it. A fixed window refuses
+#: everything until it ends; doubling alone (spread by the jitter, and sometimes two 429s
+#: a round) reached a 2 s pause for a window of 1 s, and its client stood still for 2 s.
+REFUSAL_SHARE: Final = 0.5
+PROBE_FLOOR: Final = 0.1
 #: The fraction of a known limit the bucket is paced at: requests reach the server no
 #: earlier than they leave, so pacing under R leaves its bucket a margin growing by 1 % of R
 #: per second against timing noise.
@@ -514,11 +524,19 @@ def grow(
     return attrs.evolve(control, rate=_clamp(target, ceiling), stamp=now)
 
 
-def _backoff(rate: float | None, streak: int, jitter: float) -> float:
-    """One interval, doubled per 429 in a row, up to BACKOFF_MAX (or one interval), x jitter."""
+def _backoff(rate: float | None, streak: int, jitter: float, refused_for: float = 0.0) -> float:
+    """One interval, doubled per 429 in a row, up to BACKOFF_MAX (or one interval), x jitter.
+
+    And no longer than ``REFUSAL_SHARE`` of the time the run of 429s has lasted (or
+    ``PROBE_FLOOR``): a pause is a probe for the end of a refusal, and past that end it is
+    time lost.
+    """
     interval = 1 / rate if rate else 0.1
     doubled = interval * 2.0 ** min(max(streak, 1) - 1, 30)
-    return min(doubled, max(BACKOFF_MAX, interval)) * jitter
+    longest = max(BACKOFF_MAX, interval)
+    if refused_for > 0:
+        longest = min(longest, max(interval, PROBE_FLOOR, REFUSAL_SHARE * refused_for))
+    return min(doubled, longest) * jitter
 
 
 def step(
@@ -593,6 +611,6 @@ def step(
         # behind it do not all meet the same empty server bucket; twice as long for each
         # 429 in a row (a window that refuses everything until it ends); spread, so that
         # clients refused together do not all come back together.
-        backoff = _backoff(rate, observation.streak, jitter)
+        backoff = _backoff(rate, observation.streak, jitter, observation.refused_for)
         pause = min(backoff, max_pause) if throttled else 0.0
     return Decision(control, pause=pause, tokens=tokens)

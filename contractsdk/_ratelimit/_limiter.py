@@ -351,6 +351,7 @@ class RateLimiter:
             admitted=queue.admitted,
             backlogged=queue.backlogged,
             streak=queue.streak if throttled else 0,
+            refused_for=now - queue.refused_since if throttled and queue.streak else 0.0,
         )
         decision = self._decide(queue, control, observation, busy)
         new = decision.control

@@ -33,6 +33,7 @@ class Observation:
         backlogged: Requests were waiting for the bucket when it came.
         streak: 429s in a row, this one included (each for a request granted after the
             one before was answered); 0 for a success.
+        refused_for: Seconds since the first of those 429s was answered (0.0: none).
     """
 
     status: int
@@ -49,6 +50,7 @@ class Observation:
     phase_slow: bool = False
     backlogged: bool = False
     streak: int = 1
+    refused_for: float = 0.0
 
     @property
     def throttled(self) -> bool:

@@ -113,6 +113,7 @@ class _Queue:
         self.granted = 0
         self.throttles = 0
         self.streak = 0  # 429s in a row (echoes not counted: see Grant.overloads)
+        self.refused_since = 0.0  # when the first of them was answered
         self.overloads = 0  # fresh 429s counted so far (Grant.overloads)
         self.waited = 0.0
         self.schedule = Schedule(rate=None, tau=0.0, burst=1.0)
@@ -214,6 +215,8 @@ class _Queue:
         """Count a 429 for ``grant``: one more in a row, unless it echoes the last one."""
         self.throttles += 1
         if grant.overloads == self.overloads:  # granted after the last 429 was answered
+            if not self.streak:
+                self.refused_since = self._clock()
             self.streak += 1
             self.overloads += 1  # every grant out now answers an overload already counted
             self._shared_grant = None
