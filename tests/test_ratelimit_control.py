@@ -167,7 +167,7 @@ def test_a_pause_lasts_no_longer_than_half_the_run_of_429s_it_answers() -> None:
 
     A fixed window of 1,000/s refuses everything until its second ends. Doubling from a
     millisecond reached BACKOFF_MAX (spread to 2.1 s) a second into the refusal, and the
-    client stood still for two seconds after the window had reset (loopback: 0.43 R).
+    client stood still for two seconds after the window had reset (loopback: 0.73 R).
     """
     control = Control(rate=1000.0, phase="cubic", w_max=1100.0, t_fail=9.9, k=2.0)
 
