@@ -410,6 +410,8 @@ def _observation(rng: random.Random) -> Observation:
         epoch_age=_span(rng, 0, 1e4),
         hint=_maybe(rng, 1e-3, 1e6),
         backlogged=rng.random() < 0.5,
+        streak=rng.randint(1, 40),
+        refused_for=_span(rng, 0, 1e4),
     )
 
 
