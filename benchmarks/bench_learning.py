@@ -171,22 +171,18 @@ def _steady(case: Case, result: Measured) -> tuple[float, float | None]:
     return (ok / seconds / case.rate if seconds > 0 else 0.0), None
 
 
-def _ok_settle(series: Sequence[int], rate: float, band: float = 0.05) -> float | None:
-    """Seconds until every second of successes from then on is within ``band`` of ``rate``.
+def _ok_settle(series: Sequence[int], rate: float) -> float | None:
+    """Seconds until every second of successes from then on is within 5 % of ``rate``.
 
     Seconds sliding by :data:`STEP`; the last point (the run ends part way through it) is
     left out. None when the last second is still outside.
     """
     per = round(1 / STEP)
-    full = list(series[:-1])
-    settled: float | None = None
-    for start in range(len(full) - per + 1):
-        inside = abs(sum(full[start : start + per]) - rate) <= band * rate
-        if inside and settled is None:
-            settled = start * STEP
-        elif not inside:
-            settled = None
-    return settled
+    full = series[:-1]
+    seconds = [
+        (start * STEP, sum(full[start : start + per])) for start in range(len(full) - per + 1)
+    ]
+    return settle_time(seconds, rate)
 
 
 def _run_case(case: Case, server: Server, concurrency: int) -> Outcome:

@@ -524,7 +524,7 @@ def grow(
     return attrs.evolve(control, rate=_clamp(target, ceiling), stamp=now)
 
 
-def _backoff(rate: float | None, streak: int, jitter: float, refused_for: float = 0.0) -> float:
+def _backoff(rate: float | None, streak: int, jitter: float, refused_for: float) -> float:
     """One interval, doubled per 429 in a row, up to BACKOFF_MAX (or one interval), x jitter.
 
     And no longer than ``REFUSAL_SHARE`` of the time the run of 429s has lasted (or
