@@ -580,6 +580,10 @@ def test_w_is_scaled_up_when_the_schedule_fell_short_of_its_rate() -> None:
     assert w_max == pytest.approx(950.0 * 1080.0 / 950.0)
     capped = attrs.evolve(short, sent=500.0, admitted=1000)
     assert decide(control, capped).control.w_max == pytest.approx(500.0 * MAX_SHORTFALL)
+    # A pause in the last second (a run of 429s the epoch began with): the schedule sent
+    # less because it stood still, not because its timers fired late.
+    paused = attrs.evolve(short, quiet=0.6)
+    assert decide(control, paused).control.w_max == pytest.approx(950.0)
 
 
 def test_a_young_epoch_that_met_a_429_holds_the_rate() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 from typing import Any
 
@@ -16,9 +17,10 @@ from contractsdk._ratelimit import (
     LocalStore,
     RateLimiter,
     RateLimits,
+    _control,
     bucket_name,
 )
-from contractsdk._ratelimit._control import BETA, FIRST_BETA
+from contractsdk._ratelimit._control import BETA, FIRST_BETA, Observation
 from contractsdk._ratelimit._limits import BucketName
 from tests._fakeclock import FakeClock
 from tests._limiterkit import answer, make_limiter
@@ -174,6 +176,40 @@ def test_a_run_of_429s_is_timed_from_its_first() -> None:
     assert fourth is not None
     limiter.note(fourth, 429, {})
     assert (queue.streak, queue.refused_since) == (1, clock.now)  # a new run
+
+
+async def test_the_controller_is_told_how_long_it_has_been_since_the_last_pause(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``quiet``: busy seconds since the last 429's pause ended (the sent rate it spans)."""
+    seen: list[Observation] = []
+    step = _control.step
+
+    def spy(control: Control, observation: Observation, now: float, **kwargs: Any) -> Any:
+        seen.append(observation)
+        return step(control, observation, now, **kwargs)
+
+    monkeypatch.setattr(_control, "step", spy)
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits())
+    grants = []
+    for _ in range(3):  # out together, one interval apart
+        grants.append(limiter.try_acquire("GET"))
+        clock.now += 0.06
+    for grant, status in zip(grants, (200, 429, 200), strict=True):
+        assert grant is not None
+        await limiter.record(grant, status, {})
+        clock.now += 0.001
+    before, refused, during = seen
+    assert before.quiet == math.inf and refused.quiet == math.inf  # no 429 before them
+    assert during.quiet < 0  # answered while the 429's pause lasts
+    # Busy for a while after it: the quiet spell grows with the busy time.
+    for _ in range(50):
+        clock.now += 0.06
+        grant = limiter.try_acquire("GET")
+        if grant is not None:
+            await limiter.record(grant, 200, {})
+    assert seen[-1].quiet > 0.5
 
 
 async def test_unknown_limits_slow_start_then_learn() -> None:

@@ -157,7 +157,8 @@ ECHO_SHARE: Final = 0.4
 LATELY_SPAN: Final = 1.0
 #: A slow start never takes the rate past this multiple of the measured send rate.
 SLOW_START_CLAMP: Final = 3.0
-#: The most W is scaled up for a schedule that granted less than its rate.
+#: The most W is scaled up for a schedule that granted less than its rate over a busy
+#: second without a pause.
 MAX_SHORTFALL: Final = 1.15
 #: Increases never take the rate past this multiple of the measured send rate (botocore).
 SEND_RATE_CLAMP: Final = 2.0
@@ -286,10 +287,13 @@ def _measured_w(rate: float, observation: Observation, remembered: float) -> flo
     if age < LATELY_SPAN:
         lately = min(lately, remembered)
     measured = max(over_epoch, lately, fleet)
-    if observation.backlogged and 0 < observation.sent < rate:
+    quiet = observation.quiet >= LATELY_SPAN
+    if observation.backlogged and 0 < observation.sent < rate and quiet:
         # The pacing fell short of its own rate (timers fire late on a busy event loop,
         # and with no known burst a late slot is not caught up: 8 % at 1,000/s): what the
-        # server admitted was sent at `rate`, in the schedule's terms.
+        # server admitted was sent at `rate`, in the schedule's terms. Not when the last
+        # second held a pause: then the schedule sent less because it stood still, and
+        # scaling up what a window admitted put W 15 % over its limit.
         measured *= min(rate / observation.sent, MAX_SHORTFALL)
     measured = min(rate, measured)
     if observation.hint is not None:

@@ -352,8 +352,11 @@ class RateLimiter:
             backlogged=queue.backlogged,
             streak=queue.streak if throttled else 0,
             refused_for=now - queue.refused_since if throttled and queue.streak else 0.0,
+            quiet=busy - queue.calm_from,
         )
         decision = self._decide(queue, control, observation, busy)
+        if throttled:
+            queue.calm_from = max(queue.calm_from, busy + decision.pause)
         new = decision.control
         tokens = decision.tokens
         if not store.synchronous:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import math
 from collections import deque
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
@@ -114,6 +115,7 @@ class _Queue:
         self.throttles = 0
         self.streak = 0  # 429s in a row (echoes not counted: see Grant.overloads)
         self.refused_since = 0.0  # when the first of them was answered
+        self.calm_from = -math.inf  # the busy time the last 429's pause ended
         self.overloads = 0  # fresh 429s counted so far (Grant.overloads)
         self.waited = 0.0
         self.schedule = Schedule(rate=None, tau=0.0, burst=1.0)
