@@ -24,7 +24,10 @@ from contractsdk._ratelimit._control import (
     MIN_RATE,
     PACING,
     PROBE_FLOOR,
+    QUOTA_RUN,
+    QUOTA_STREAK,
     REFUSAL_SHARE,
+    SAME_W,
     SLOW_START_CLAMP,
     SLOW_START_DOUBLING,
     SLOW_START_RATE,
@@ -584,6 +587,40 @@ def test_w_is_scaled_up_when_the_schedule_fell_short_of_its_rate() -> None:
     # less because it stood still, not because its timers fired late.
     paused = attrs.evolve(short, quiet=0.6)
     assert decide(control, paused).control.w_max == pytest.approx(950.0)
+
+
+def test_a_window_out_of_its_quota_after_the_slow_start_is_aimed_at() -> None:
+    """A long run of 429s out of the slow start: the curve aims at the window's quota.
+
+    Leaving a slow start at 77.5/s against a window of 25 a second, the curve climbed back
+    toward 77.5 and overran the quota again a second later (four more 429s in a row).
+    """
+    control = Control(
+        rate=25.9, phase="cubic", w_max=77.5, t_fail=0.68, k=3.76, stamp=0.68, epoch=1
+    )
+    refused = Observation(
+        status=429,
+        streak=QUOTA_STREAK,
+        refused_for=QUOTA_RUN,
+        epoch_age=0.3,
+        answered=3,
+        admitted=0,  # an epoch too young to measure: no decrease
+        admitted_second=25.0,
+    )
+    aimed = decide(control, refused, now=1.0).control
+    assert (aimed.w_max, aimed.rate, aimed.epoch) == (25.0, 25.0, 1)  # not a decrease
+    assert aimed.t_fail == 1.0
+    # From under the quota, the curve climbs to it.
+    under = decide(attrs.evolve(control, rate=20.0), refused, now=1.0).control
+    assert (under.w_max, under.rate) == (25.0, 20.0) and under.k > 0
+    # A short run, a later epoch, or a quota not clearly under W: back off only.
+    for observation, state in [
+        (attrs.evolve(refused, streak=QUOTA_STREAK - 1), control),
+        (attrs.evolve(refused, refused_for=QUOTA_RUN / 2), control),
+        (refused, attrs.evolve(control, epoch=2)),
+        (attrs.evolve(refused, admitted_second=77.5 * (1 - SAME_W / 2)), control),
+    ]:
+        assert decide(state, observation, now=1.0).control == state
 
 
 def test_a_young_epoch_that_met_a_429_holds_the_rate() -> None:

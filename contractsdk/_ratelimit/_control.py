@@ -47,6 +47,11 @@ What it decides, per bucket:
   again, it doubles the pause (``streak``), and until the epoch can measure the rate
   does not climb either. Only at a told limit, where a first 429 was
   forgiven, a second lowers it at once (by ``YOUNG_BETA`` if the epoch is young).
+* **A window out of its quota.** Out of the slow start the curve climbs toward the rate
+  that failed, an upper bound only. A run of bare 429s that lasts ``QUOTA_RUN`` seconds
+  (``QUOTA_STREAK`` in a row) is a window refusing everything until it moves: what it
+  admitted over the last second is its quota, and the curve aims there instead (from no
+  higher), without a decrease.
 * **Climb.** CUBIC in relative form, ``W * (1 + c * (t - K)**3)``: fast while far below W,
   flat around it, then probing above in case the limit rose. K is a few busy seconds
   whatever the rate, so 25/s and 1,000/s converge alike, and doubles (to ``K_MAX``) each
@@ -143,6 +148,10 @@ SLOW_START_DOUBLING: Final = 0.25
 #: epoch, is still the same overload: it pauses but does not lower the rate again.
 MIN_EPOCH: Final = 0.2
 MIN_ANSWERS: Final = 5
+#: Out of the slow start, a run of bare 429s this long (seconds) and this many in a row is
+#: a window that ran out of its quota: it refuses everything until it moves.
+QUOTA_RUN: Final = 0.2
+QUOTA_STREAK: Final = 3
 #: At a known limit, a lone 429 is taken for timing noise (requests bunched up on the way
 #: to the server): it pauses the bucket but lowers the rate only if another fresh 429
 #: follows within this many busy seconds (the limit really is lower).
@@ -452,6 +461,42 @@ def _leave_slow_start(
     return _curve(control, new, w_max, new / w_max, CUBIC_K, now)
 
 
+def _quota(control: Control, observation: Observation) -> float:
+    """What the server admitted over the last busy second, up to the curve's W."""
+    second = observation.admitted_second * observation.scale
+    return max(MIN_RATE, min(control.w_max, second))
+
+
+def _out_of_quota(control: Control, rate: float, observation: Observation) -> bool:
+    """Out of the slow start, a long run of 429s: a window whose quota is spent.
+
+    The curve out of the slow start climbs toward the rate that failed, an upper bound
+    only. A window that refuses everything for a while (``QUOTA_RUN`` seconds,
+    ``QUOTA_STREAK`` in a row) says where its quota is: what it admitted over the last
+    second, if that is clearly under the curve's W.
+    """
+    return (
+        control.phase == "cubic"
+        and control.epoch == 1
+        and observation.refused_for >= QUOTA_RUN
+        and observation.streak >= QUOTA_STREAK
+        and _quota(control, observation) < control.w_max * (1 - SAME_W)
+    )
+
+
+def _aim_at_quota(control: Control, rate: float, observation: Observation, now: float) -> Control:
+    """The curve climbs toward the window's quota instead, from no higher than it.
+
+    Not a decrease (no new epoch): the 429s are the overload the last one answered. A
+    curve still aiming at a slow start's failed rate (three times a limit of 25/s)
+    climbed past the quota within a second of the window's end, and paid a second run.
+    """
+    quota = _quota(control, observation)
+    start = min(rate, quota)
+    k = control.k_base * ((1 - start / quota) / (1 - BETA)) ** (1 / 3)
+    return attrs.evolve(control, rate=start, w_max=quota, t_fail=now, k=k, stamp=now)
+
+
 def _plateau(control: Control, rate: float, observation: Observation, now: float) -> Control:
     """Remaining 0 on a success: settle at the rate in use instead of climbing past it.
 
@@ -581,6 +626,8 @@ def step(
             )
         elif control.phase != "cubic" or _measures(observation):
             control = _decrease(control, rate, observation, ceiling, now)
+        elif _out_of_quota(control, rate, observation):
+            control = _aim_at_quota(control, rate, observation, now)
         # else: the overload the last decrease answered, still draining, or an epoch of
         # nothing but 429s: back off only.
         rate = control.rate
