@@ -27,6 +27,7 @@ from contractsdk._ratelimit._control import (
     QUOTA_RUN,
     QUOTA_STREAK,
     REFUSAL_SHARE,
+    SAME_BETA,
     SAME_W,
     SLOW_START_CLAMP,
     SLOW_START_DOUBLING,
@@ -213,13 +214,22 @@ def test_an_echo_changes_nothing_but_the_pause() -> None:
     assert decision.pause > 0
 
 
-def test_the_same_w_found_again_lengthens_the_probe() -> None:
-    """K doubles (to K_MAX) each time a decrease finds W where the last one did."""
+def test_the_same_w_found_again_lengthens_the_probe_and_cuts_less() -> None:
+    """K doubles (to K_MAX) each time a decrease finds W where the last one did.
+
+    And the rate drops to SAME_BETA of W, not BETA: the limit is known.
+    """
     control = attrs.evolve(cubic(w_max=100.0), rate=100.0)
     observation = Observation(status=429, backlogged=True, epoch_age=5, answered=500, admitted=500)
     for expected in (2 * CUBIC_K, 4 * CUBIC_K, K_MAX, K_MAX):
-        control = attrs.evolve(decide(control, observation).control, rate=100.0)
+        decided = decide(control, observation).control
+        assert decided.rate == pytest.approx(100.0 * SAME_BETA)
+        control = attrs.evolve(decided, rate=100.0)
         assert control.k_base == expected
+    # A W found elsewhere: the full cut, and K as it was.
+    elsewhere = decide(attrs.evolve(cubic(w_max=150.0), rate=100.0), observation).control
+    assert elsewhere.rate == pytest.approx(100.0 * BETA)
+    assert elsewhere.k_base == CUBIC_K
 
 
 def test_cubic_climbs_back_to_w_in_k_then_probes_above() -> None:

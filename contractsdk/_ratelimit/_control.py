@@ -56,7 +56,8 @@ What it decides, per bucket:
   flat around it, then probing above in case the limit rose. K is a few busy seconds
   whatever the rate, so 25/s and 1,000/s converge alike, and doubles (to ``K_MAX``) each
   time a decrease finds W where the last one did: a limit found again and again is
-  probed, and overrun, less and less often.
+  probed, and overrun, less and less often. Such a decrease cuts by ``SAME_BETA`` only:
+  the limit is known, and a step under it lets the server recover.
 * **A limit the server names is a ceiling for the learning.** ``X-RateLimit-Limit`` (or
   its IETF forms) over the longest reset seen, at least a second, is where a slow start
   jumps, the most W can be, and the most the rate climbs to: probing past the quota of a
@@ -132,6 +133,9 @@ PACING: Final = 0.99
 BETA: Final = 0.9
 FIRST_BETA: Final = 0.7
 YOUNG_BETA: Final = 0.8
+#: The decrease when a 429 finds W where the last one did: the limit is known, and a
+#: step under it is enough for the server to recover.
+SAME_BETA: Final = 0.95
 #: Busy seconds CUBIC takes to climb back to W after a decrease by BETA; it doubles, up to
 #: K_MAX, each time a decrease finds W within SAME_W of where the last one did, so a
 #: limit found again and again is probed (and overrun) less and less often.
@@ -381,7 +385,7 @@ def _decrease(
         # window's memory, which is not taken for the limit.)
         same = control.w_max > 0 and abs(w_max - control.w_max) <= SAME_W * control.w_max
         if same and not memory:
-            k = min(control.k_base * 2, K_MAX)
+            beta, k = SAME_BETA, min(control.k_base * 2, K_MAX)
         if observation.scale > 1:
             # A fleet overruns the limit by one reservation per process before a 429
             # reaches them all: probe for a higher limit half as often.
