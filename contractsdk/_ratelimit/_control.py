@@ -414,19 +414,21 @@ def _last_second(control: Control, observation: Observation) -> float:
     return min(observation.admitted_second * observation.scale, control.w_max)
 
 
+def _k(k_base: float, start: float) -> float:
+    """Busy seconds back to W from ``start`` (a share of it): ``k_base`` from BETA."""
+    return float(k_base * ((1 - start) / (1 - BETA)) ** (1 / 3))
+
+
 def _curve(
     control: Control, rate: float, w_max: float, start: float, k_base: float, now: float
 ) -> Control:
-    """A new epoch's CUBIC curve toward ``w_max``, from ``start`` (a share of it) at ``now``.
-
-    K scales with how far below W it starts: ``k_base`` busy seconds for a start at BETA.
-    """
+    """A new epoch's CUBIC curve toward ``w_max``, from ``start`` (a share of it) at ``now``."""
     return Control(
         rate=rate,
         phase="cubic",
         w_max=w_max,
         t_fail=now,
-        k=k_base * ((1 - start) / (1 - BETA)) ** (1 / 3),
+        k=_k(k_base, start),
         k_base=k_base,
         stamp=now,
         epoch=control.epoch + 1,
@@ -471,7 +473,7 @@ def _quota(control: Control, observation: Observation) -> float:
     return max(MIN_RATE, min(control.w_max, second))
 
 
-def _out_of_quota(control: Control, rate: float, observation: Observation) -> bool:
+def _out_of_quota(control: Control, observation: Observation) -> bool:
     """Out of the slow start, a long run of 429s: a window whose quota is spent.
 
     The curve out of the slow start climbs toward the rate that failed, an upper bound
@@ -497,7 +499,7 @@ def _aim_at_quota(control: Control, rate: float, observation: Observation, now: 
     """
     quota = _quota(control, observation)
     start = min(rate, quota)
-    k = control.k_base * ((1 - start / quota) / (1 - BETA)) ** (1 / 3)
+    k = _k(control.k_base, start / quota)
     return attrs.evolve(control, rate=start, w_max=quota, t_fail=now, k=k, stamp=now)
 
 
@@ -630,7 +632,7 @@ def step(
             )
         elif control.phase != "cubic" or _measures(observation):
             control = _decrease(control, rate, observation, ceiling, now)
-        elif _out_of_quota(control, rate, observation):
+        elif _out_of_quota(control, observation):
             control = _aim_at_quota(control, rate, observation, now)
         # else: the overload the last decrease answered, still draining, or an epoch of
         # nothing but 429s: back off only.
