@@ -594,9 +594,13 @@ def test_w_is_scaled_up_when_the_schedule_fell_short_of_its_rate() -> None:
     capped = attrs.evolve(short, sent=500.0, admitted=1000)
     assert decide(control, capped).control.w_max == pytest.approx(500.0 * MAX_SHORTFALL)
     # A pause in the last second (a run of 429s the epoch began with): the schedule sent
-    # less because it stood still, not because its timers fired late.
-    paused = attrs.evolve(short, quiet=0.6)
+    # less because it stood still, not because its timers fired late. Per second it was
+    # not paused, it sent its rate: nothing to scale.
+    paused = attrs.evolve(short, sent=1080.0 * 0.6, paused=0.4)
     assert decide(control, paused).control.w_max == pytest.approx(950.0)
+    # Short of its rate even so: scaled by what it fell short by.
+    late = attrs.evolve(short, sent=950.0 * 0.6, paused=0.4)
+    assert decide(control, late).control.w_max == pytest.approx(1080.0)
 
 
 def test_a_window_out_of_its_quota_after_the_slow_start_is_aimed_at() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import math
 import random
 from typing import Any
 
@@ -178,10 +177,10 @@ def test_a_run_of_429s_is_timed_from_its_first() -> None:
     assert (queue.streak, queue.refused_since) == (1, clock.now)  # a new run
 
 
-async def test_the_controller_is_told_how_long_it_has_been_since_the_last_pause(
+async def test_the_controller_is_told_how_much_of_the_last_second_was_paused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """``quiet``: busy seconds since the last 429's pause ended (the sent rate it spans)."""
+    """``paused``: the share of the last busy second the bucket stood still after 429s."""
     seen: list[Observation] = []
     step = _control.step
 
@@ -196,20 +195,23 @@ async def test_the_controller_is_told_how_long_it_has_been_since_the_last_pause(
     for _ in range(3):  # out together, one interval apart
         grants.append(limiter.try_acquire("GET"))
         clock.now += 0.06
+    pauses = []
     for grant, status in zip(grants, (200, 429, 200), strict=True):
         assert grant is not None
         await limiter.record(grant, status, {})
+        pauses.append(limiter.state.read.paused_for)
         clock.now += 0.001
     before, refused, during = seen
-    assert before.quiet == math.inf and refused.quiet == math.inf  # no 429 before them
-    assert during.quiet < 0  # answered while the 429's pause lasts
-    # Busy for a while after it: the quiet spell grows with the busy time.
+    assert before.paused == 0.0 and refused.paused == 0.0  # no 429 before them
+    assert pauses[1] > 0
+    assert during.paused == pytest.approx(pauses[1])  # the 429's pause, within the second
+    # A second of busy time later, it has left the span.
     for _ in range(50):
         clock.now += 0.06
         grant = limiter.try_acquire("GET")
         if grant is not None:
             await limiter.record(grant, 200, {})
-    assert seen[-1].quiet > 0.5
+    assert seen[-1].paused == 0.0
 
 
 async def test_unknown_limits_slow_start_then_learn() -> None:

@@ -171,8 +171,9 @@ LATELY_SPAN: Final = 1.0
 #: A slow start never takes the rate past this multiple of the measured send rate.
 SLOW_START_CLAMP: Final = 3.0
 #: The most W is scaled up for a schedule that granted less than its rate over a busy
-#: second without a pause.
+#: second, its pauses left out; and the most of that second taken for paused.
 MAX_SHORTFALL: Final = 1.15
+MOST_PAUSED: Final = 0.9
 #: Increases never take the rate past this multiple of the measured send rate (botocore).
 SEND_RATE_CLAMP: Final = 2.0
 
@@ -300,14 +301,16 @@ def _measured_w(rate: float, observation: Observation, remembered: float) -> flo
     if age < LATELY_SPAN:
         lately = min(lately, remembered)
     measured = max(over_epoch, lately, fleet)
-    quiet = observation.quiet >= LATELY_SPAN
-    if observation.backlogged and 0 < observation.sent < rate and quiet:
-        # The pacing fell short of its own rate (timers fire late on a busy event loop,
-        # and with no known burst a late slot is not caught up: 8 % at 1,000/s): what the
-        # server admitted was sent at `rate`, in the schedule's terms. Not when the last
-        # second held a pause: then the schedule sent less because it stood still, and
-        # scaling up what a window admitted put W 15 % over its limit.
-        measured *= min(rate / observation.sent, MAX_SHORTFALL)
+    # What was sent per busy second the schedule was not paused: a pause stands it still.
+    sent = observation.sent / (1 - min(observation.paused, MOST_PAUSED))
+    if observation.backlogged and 0 < sent < rate:
+        # The pacing fell short of its own rate: timers fire late on a busy event loop,
+        # and with no known burst a late slot is not caught up (8 % at 1,000/s), and a
+        # rate still climbing is ahead of what it sent over the second. What the server
+        # admitted was sent at `rate`, in the schedule's terms. The time paused after
+        # 429s is left out: counted, it read as a slow pacer, and scaling up what a
+        # window admitted put W 15 % over its limit.
+        measured *= min(rate / sent, MAX_SHORTFALL)
     measured = min(rate, measured)
     if observation.hint is not None:
         # The server named its limit: a pause after each 429 lets its bucket refill, and

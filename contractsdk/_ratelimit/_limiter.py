@@ -352,11 +352,14 @@ class RateLimiter:
             backlogged=queue.backlogged,
             streak=queue.streak if throttled else 0,
             refused_for=now - queue.refused_since if throttled and queue.streak else 0.0,
-            quiet=busy - queue.calm_from,
+            paused=queue.paused_meter.rate(busy),
         )
         decision = self._decide(queue, control, observation, busy)
-        if throttled:
-            queue.calm_from = max(queue.calm_from, busy + decision.pause)
+        if throttled:  # the busy time the bucket stands still for, counted once
+            calm = busy + decision.pause
+            if calm > queue.calm_from:
+                queue.paused_meter.add(busy, calm - max(busy, queue.calm_from))
+                queue.calm_from = calm
         new = decision.control
         tokens = decision.tokens
         if not store.synchronous:

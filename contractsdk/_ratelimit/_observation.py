@@ -34,8 +34,8 @@ class Observation:
         streak: 429s in a row, this one included (each for a request granted after the
             one before was answered); 0 for a success.
         refused_for: Seconds since the first of those 429s was answered (0.0: none).
-        quiet: Busy seconds since the pause after the last 429 before this answer ended
-            (negative while it lasts; infinite before any).
+        paused: The share of the last busy second the bucket stood paused after 429s
+            (the schedule sent nothing then, however fast its rate).
     """
 
     status: int
@@ -53,7 +53,7 @@ class Observation:
     backlogged: bool = False
     streak: int = 1
     refused_for: float = 0.0
-    quiet: float = math.inf
+    paused: float = 0.0
 
     @property
     def throttled(self) -> bool:

@@ -103,6 +103,8 @@ class _Queue:
         # The same over exactly the last busy second: in a window of that span, every
         # kind of server that keeps refusing admits its limit.
         self.second_meter = RingMeter(0.1, 11)
+        # Busy seconds paused after 429s, per busy second: the schedule stood still.
+        self.paused_meter = RingMeter(0.1, 11)
         self.busy = 0.0
         self.busy_at = 0.0  # the local clock when `busy` was read from the store
         self.sent = 0.0
@@ -115,7 +117,7 @@ class _Queue:
         self.throttles = 0
         self.streak = 0  # 429s in a row (echoes not counted: see Grant.overloads)
         self.refused_since = 0.0  # when the first of them was answered
-        self.calm_from = -math.inf  # the busy time the last 429's pause ended
+        self.calm_from = -math.inf  # the busy time the last 429's pause ends
         self.overloads = 0  # fresh 429s counted so far (Grant.overloads)
         self.waited = 0.0
         self.schedule = Schedule(rate=None, tau=0.0, burst=1.0)

@@ -259,13 +259,13 @@ class RingMeter:
         self.width = width
         self.bin = 0
         self.start, self.until = 0.0, width  # the busy times the current bin spans
-        self.counts = [0] * bins  # events per bin; the current bin is counts[bin % bins]
+        self.counts = [0.0] * bins  # events per bin; the current bin is counts[bin % bins]
 
-    def add(self, busy: float) -> None:
-        """Count one event at busy time ``busy``."""
+    def add(self, busy: float, amount: float = 1.0) -> None:
+        """Count ``amount`` (one event, or seconds of something) at busy time ``busy``."""
         if not self.start <= busy < self.until:
             self._roll(busy)
-        self.counts[self.bin % len(self.counts)] += 1
+        self.counts[self.bin % len(self.counts)] += amount
 
     def rate(self, busy: float) -> float:
         """Events per busy second up to ``busy``."""
@@ -281,10 +281,10 @@ class RingMeter:
             return
         kept = len(self.counts)
         if index < self.bin or index - self.bin >= kept:  # all gone (or the clock went back)
-            self.counts = [0] * kept
+            self.counts = [0.0] * kept
         else:
             for passed in range(self.bin + 1, index + 1):
-                self.counts[passed % kept] = 0
+                self.counts[passed % kept] = 0.0
         self.bin = index
         self.start, self.until = index * self.width, (index + 1) * self.width
 
