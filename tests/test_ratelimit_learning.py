@@ -214,6 +214,36 @@ async def test_the_controller_is_told_how_much_of_the_last_second_was_paused(
     assert seen[-1].paused == 0.0
 
 
+async def test_overlapping_pauses_count_once_as_paused_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two 429s answered a millisecond apart pause the bucket over one span, not two."""
+    seen: list[Observation] = []
+    step = _control.step
+
+    def spy(control: Control, observation: Observation, now: float, **kwargs: Any) -> Any:
+        seen.append(observation)
+        return step(control, observation, now, **kwargs)
+
+    monkeypatch.setattr(_control, "step", spy)
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits())
+    grants = []
+    for _ in range(3):
+        grants.append(limiter.try_acquire("GET"))
+        clock.now += 0.06
+    ends = []
+    for grant, status in zip(grants, (429, 429, 200), strict=True):
+        assert grant is not None
+        await limiter.record(grant, status, {})
+        ends.append(clock.now + limiter.state.read.paused_for)
+        clock.now += 0.001
+    # From the first 429's answer to the later of the two ends (their sum read 0.143
+    # where the bucket stood still for 0.072).
+    span = max(ends[0], ends[1]) - (clock.now - 0.003)
+    assert seen[-1].paused == pytest.approx(span)
+
+
 async def test_unknown_limits_slow_start_then_learn() -> None:
     """Unknown limits: start at a modest rate, raise it while it is all used, lower on a 429."""
     clock = FakeClock()
