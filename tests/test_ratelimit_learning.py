@@ -244,6 +244,70 @@ async def test_overlapping_pauses_count_once_as_paused_time(
     assert seen[-1].paused == pytest.approx(span)
 
 
+@pytest.mark.parametrize("late", [0.0, 0.006, 0.015])
+async def test_the_queue_counts_the_schedule_time_a_late_event_loop_loses(late: float) -> None:
+    """``lost_meter``: the share of busy time whose slots fell due while requests waited.
+
+    GCRA does not catch a late grant up: when the loop runs the next waiter after its slot
+    fell due, the schedule restarts from then. At 100/s, timers 15 ms late lose 5 ms in
+    every 25 (two grants, the second at once); 6 ms late lose nothing (the next slot is
+    still ahead). What the queue counts is what the schedule fell short by.
+    """
+    clock = FakeClock()
+
+    async def sleep(seconds: float) -> None:
+        await clock.sleep(seconds + late)
+
+    limiter = RateLimiter(
+        RateLimits(write=100 / PACING), clock=clock, wall_clock=clock.wall, sleep=sleep
+    )
+    queue = limiter._queues["write"]
+    granted: list[float] = []
+    end = clock() + 3.0
+
+    async def worker() -> None:
+        while clock() < end:
+            await limiter.acquire("POST")
+            granted.append(clock())
+            await clock.sleep(0.001)
+
+    await clock.run(asyncio.gather(*(worker() for _ in range(8))))
+    lost = queue.lost_meter.rate(queue.busy_clock)
+    last_second = sum(1 for at in granted if at > granted[-1] - 1.0)
+    assert lost == pytest.approx(1 - last_second / 100, abs=0.03)
+    assert lost == pytest.approx(0.2 if late > 0.01 else 0.0, abs=0.02)
+
+
+def test_a_learnt_rate_is_paced_faster_by_what_the_pacer_loses() -> None:
+    """The schedule of a learnt rate is boosted; a told one, or a slow start, is not."""
+    limiter = make_limiter(FakeClock(), RateLimits())
+    queue = limiter._queues["write"]
+    queue.boost = 1.1
+    cubic = Control(rate=500.0, phase="cubic", w_max=520.0)
+    assert queue.schedule_for(cubic).rate == pytest.approx(550.0)
+    assert queue.schedule_for(attrs.evolve(cubic, phase="paced")).rate == 500.0
+    assert queue.schedule_for(attrs.evolve(cubic, phase="slow")).rate == 500.0
+    # A learnt rate under a known ceiling is not sped past it.
+    limiter.set_limits(RateLimits(write=600.0))
+    assert queue.schedule_for(cubic).rate == 500.0
+
+
+@pytest.mark.parametrize(("lost", "boost"), [(0.0, 1.0), (0.05, 1 / 0.95), (0.2, 1.15)])
+async def test_what_the_pacer_lost_over_the_last_second_sets_the_boost(
+    lost: float, boost: float
+) -> None:
+    """Each learning step sets the boost to 1 / (1 - lost), up to MAX_SHORTFALL."""
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits())
+    queue = limiter._queues["write"]
+    grant = limiter.try_acquire("POST")
+    assert grant is not None
+    queue.lost_meter.add(queue.busy_clock, lost)  # lost over the last busy second
+    clock.now += 0.1
+    await limiter.record(grant, 200, {})
+    assert queue.boost == pytest.approx(boost)
+
+
 async def test_unknown_limits_slow_start_then_learn() -> None:
     """Unknown limits: start at a modest rate, raise it while it is all used, lower on a 429."""
     clock = FakeClock()

@@ -171,7 +171,8 @@ LATELY_SPAN: Final = 1.0
 #: A slow start never takes the rate past this multiple of the measured send rate.
 SLOW_START_CLAMP: Final = 3.0
 #: The most W is scaled up for a schedule that granted less than its rate over a busy
-#: second, its pauses left out; and the most of that second taken for paused.
+#: second, its pauses left out (and the most a learnt rate's schedule is sped up for
+#: what a late event loop loses); and the most of that second taken for paused.
 MAX_SHORTFALL: Final = 1.15
 MOST_PAUSED: Final = 0.9
 #: Increases never take the rate past this multiple of the measured send rate (botocore).

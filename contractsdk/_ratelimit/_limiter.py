@@ -70,6 +70,8 @@ class BucketState:
     Attributes:
         name: ``"read"`` or ``"write"``.
         rate: The rate it paces at now, requests per second; None when it does not pace.
+            (A learnt rate's schedule runs up to 15 % faster on a busy event loop, by
+            what the loop's late timers lose, so that this is the rate that is sent.)
         limit: The known ceiling: the configured rate, or the service's declared policy
             if lower; None when unknown.
         learning: True while the limit is unknown and the rate still rising (slow start).
@@ -354,6 +356,12 @@ class RateLimiter:
             refused_for=now - queue.refused_since if throttled and queue.streak else 0.0,
             paused=queue.paused_meter.rate(busy),
         )
+        if self._local is not None:
+            lost = min(queue.lost_meter.rate(busy), 0.5)
+            boost = min(1 / (1 - lost), _control.MAX_SHORTFALL)
+            if abs(boost - queue.boost) > 0.01 * queue.boost:
+                queue.boost = boost
+                queue.reschedule(control)
         decision = self._decide(queue, control, observation, busy)
         if throttled:  # the busy time the bucket stands still for, counted once
             calm = busy + decision.pause

@@ -103,6 +103,12 @@ class _Queue:
         # The same over exactly the last busy second: in a window of that span, every
         # kind of server that keeps refusing admits its limit.
         self.second_meter = RingMeter(0.1, 11)
+        # Schedule seconds lost per busy second: slots that fell due while a waiter was
+        # queued, and were reserved late (the event loop ran the waiter late).
+        self.lost_meter = RingMeter(0.1, 11)
+        # What a learnt rate is multiplied by in the schedule, for the share of it the
+        # pacer loses to a late event loop.
+        self.boost = 1.0
         # Busy seconds paused after 429s, per busy second: the schedule stood still.
         self.paused_meter = RingMeter(0.1, 11)
         self.busy = 0.0
@@ -140,6 +146,11 @@ class _Queue:
         burst = self.capacity
         if rate is None:
             return Schedule(rate=None, tau=0.0, burst=burst)
+        if control.phase == "cubic" and self.ceiling() is None:
+            # A learnt rate is what should reach the server: its schedule makes up what
+            # the event loop's late timers lose. (Not a told one: a burst-1 server at
+            # that limit would meet intervals under 1/R.)
+            rate *= self.boost
         # The tolerance: the known burst, plus what pacing at PACING of the limit leaves
         # spare per interval. More (to catch up with a late event loop) would meet a
         # strict server (burst 1: nginx's limit_req without burst) with 429s.
@@ -271,6 +282,8 @@ class _Queue:
             if not isinstance(slot, Slot):
                 raise self._timeout_error(limiter._clock() + slot - waiter.arrived, waiter)
             if slot.wait <= 0:
+                if slot.late > 0:  # due while this waiter waited: lost to a late loop
+                    self.lost_meter.add(slot.busy, min(slot.late, now - waiter.arrived))
                 return slot
             # The rate the slot was placed at: the store's, which a shared one may have
             # set faster than the schedule this process knew.

@@ -112,9 +112,21 @@ class Slot:
         interval: How far the reservation moved the schedule (``1/rate``; 0 unpaced).
         tat: The schedule's ``tat`` right after it, so that a release undoes exactly this
             reservation and nothing later (NaN: reserved in this process's fallback).
+        late: Seconds the slot was already due when it was reserved: schedule time lost,
+            as GCRA does not catch a late grant up (0.0 through a shared store).
     """
 
-    __slots__ = ("backlogged", "busy", "control", "interval", "sent", "tat", "version", "wait")
+    __slots__ = (
+        "backlogged",
+        "busy",
+        "control",
+        "interval",
+        "late",
+        "sent",
+        "tat",
+        "version",
+        "wait",
+    )
 
     def __init__(
         self,
@@ -126,6 +138,7 @@ class Slot:
         version: int,
         interval: float = 0.0,
         tat: float = 0.0,
+        late: float = 0.0,
     ) -> None:
         self.wait = wait
         self.busy = busy
@@ -135,6 +148,7 @@ class Slot:
         self.version = version
         self.interval = interval
         self.tat = tat
+        self.late = late
 
     def __repr__(self) -> str:
         return f"Slot(wait={self.wait!r}, busy={self.busy!r}, version={self.version!r})"
@@ -429,9 +443,11 @@ class LocalStore:
         """Reserve synchronously (see :meth:`Store.reserve`)."""
         state = self._buckets[bucket]
         most = math.inf if max_wait is None else max_wait + _EPSILON
+        due = state.tat - state.tau  # when the next slot fell due, as of the last grant
         wait = state.take(schedule, now, most)
         if wait > most:
             return wait
+        late = now - due if wait <= 0 and schedule.interval and now > due else 0.0
         return Slot(
             wait,
             state.busy + _booked(wait, state.paused_until - now),
@@ -441,6 +457,7 @@ class LocalStore:
             state.version,
             schedule.interval,
             state.tat,
+            late,
         )
 
     def bucket(self, bucket: BucketName) -> _Bucket:
