@@ -287,7 +287,12 @@ def test_a_learnt_rate_is_paced_faster_by_what_the_pacer_loses() -> None:
     assert queue.schedule_for(cubic).rate == pytest.approx(550.0)
     assert queue.schedule_for(attrs.evolve(cubic, phase="paced")).rate == 500.0
     assert queue.schedule_for(attrs.evolve(cubic, phase="slow")).rate == 500.0
-    # A learnt rate under a known ceiling is not sped past it.
+    # Nor one the server's headers named: past it lie a window's 429s (a fixed window
+    # of 1,000/s with X-RateLimit-* fell to 0.56 R).
+    queue.server_limit = 1000.0
+    assert queue.schedule_for(cubic).rate == 500.0
+    queue.server_limit = None
+    # Nor one under a known ceiling.
     limiter.set_limits(RateLimits(write=600.0))
     assert queue.schedule_for(cubic).rate == 500.0
 

@@ -146,10 +146,11 @@ class _Queue:
         burst = self.capacity
         if rate is None:
             return Schedule(rate=None, tau=0.0, burst=burst)
-        if control.phase == "cubic" and self.ceiling() is None:
+        if control.phase == "cubic" and self.server_limit is None and self.ceiling() is None:
             # A learnt rate is what should reach the server: its schedule makes up what
-            # the event loop's late timers lose. (Not a told one: a burst-1 server at
-            # that limit would meet intervals under 1/R.)
+            # the event loop's late timers lose. Not a limit told or named by the
+            # server's headers: past it lie a window's 429s, and a burst-1 server at it
+            # would meet intervals under 1/R.
             rate *= self.boost
         # The tolerance: the known burst, plus what pacing at PACING of the limit leaves
         # spare per interval. More (to catch up with a late event loop) would meet a
