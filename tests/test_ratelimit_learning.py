@@ -177,10 +177,10 @@ def test_a_run_of_429s_is_timed_from_its_first() -> None:
     assert (queue.streak, queue.refused_since) == (1, clock.now)  # a new run
 
 
-async def test_the_controller_is_told_how_much_of_the_last_second_was_paused(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """``paused``: the share of the last busy second the bucket stood still after 429s."""
+def _spied_limiter(
+    clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> tuple[RateLimiter, list[Observation]]:
+    """A learning limiter on ``clock``, and the observations its controller is given."""
     seen: list[Observation] = []
     step = _control.step
 
@@ -189,18 +189,36 @@ async def test_the_controller_is_told_how_much_of_the_last_second_was_paused(
         return step(control, observation, now, **kwargs)
 
     monkeypatch.setattr(_control, "step", spy)
-    clock = FakeClock()
-    limiter = make_limiter(clock, RateLimits())
+    return make_limiter(clock, RateLimits()), seen
+
+
+async def _answer_three(
+    limiter: RateLimiter, clock: FakeClock, statuses: tuple[int, int, int]
+) -> list[float]:
+    """Three reads out together, one slow-start interval apart, answered 1 ms apart.
+
+    Returns the bucket's pause left after each answer.
+    """
     grants = []
-    for _ in range(3):  # out together, one interval apart
+    for _ in range(3):
         grants.append(limiter.try_acquire("GET"))
         clock.now += 0.06
     pauses = []
-    for grant, status in zip(grants, (200, 429, 200), strict=True):
+    for grant, status in zip(grants, statuses, strict=True):
         assert grant is not None
         await limiter.record(grant, status, {})
         pauses.append(limiter.state.read.paused_for)
         clock.now += 0.001
+    return pauses
+
+
+async def test_the_controller_is_told_how_much_of_the_last_second_was_paused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``paused``: the share of the last busy second the bucket stood still after 429s."""
+    clock = FakeClock()
+    limiter, seen = _spied_limiter(clock, monkeypatch)
+    pauses = await _answer_three(limiter, clock, (200, 429, 200))
     before, refused, during = seen
     assert before.paused == 0.0 and refused.paused == 0.0  # no 429 before them
     assert pauses[1] > 0
@@ -212,36 +230,13 @@ async def test_the_controller_is_told_how_much_of_the_last_second_was_paused(
         if grant is not None:
             await limiter.record(grant, 200, {})
     assert seen[-1].paused == 0.0
-
-
-async def test_overlapping_pauses_count_once_as_paused_time(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Two 429s answered a millisecond apart pause the bucket over one span, not two."""
-    seen: list[Observation] = []
-    step = _control.step
-
-    def spy(control: Control, observation: Observation, now: float, **kwargs: Any) -> Any:
-        seen.append(observation)
-        return step(control, observation, now, **kwargs)
-
-    monkeypatch.setattr(_control, "step", spy)
+    # Two 429s answered a millisecond apart pause the bucket over one span, not two:
+    # from the first one's answer to the later end (their sum read 0.143 s where the
+    # bucket stood still for 0.072 s).
     clock = FakeClock()
-    limiter = make_limiter(clock, RateLimits())
-    grants = []
-    for _ in range(3):
-        grants.append(limiter.try_acquire("GET"))
-        clock.now += 0.06
-    ends = []
-    for grant, status in zip(grants, (429, 429, 200), strict=True):
-        assert grant is not None
-        await limiter.record(grant, status, {})
-        ends.append(clock.now + limiter.state.read.paused_for)
-        clock.now += 0.001
-    # From the first 429's answer to the later of the two ends (their sum read 0.143
-    # where the bucket stood still for 0.072).
-    span = max(ends[0], ends[1]) - (clock.now - 0.003)
-    assert seen[-1].paused == pytest.approx(span)
+    limiter, seen = _spied_limiter(clock, monkeypatch)
+    pauses = await _answer_three(limiter, clock, (429, 429, 200))
+    assert seen[-1].paused == pytest.approx(max(pauses[0], 0.001 + pauses[1]))
 
 
 @pytest.mark.parametrize("late", [0.0, 0.006, 0.015])
