@@ -356,12 +356,7 @@ class RateLimiter:
             refused_for=now - queue.refused_since if throttled and queue.streak else 0.0,
             paused=queue.paused_meter.rate(busy),
         )
-        if self._local is not None:
-            lost = min(queue.lost_meter.rate(busy), 0.5)
-            boost = min(1 / (1 - lost), _control.MAX_SHORTFALL)
-            if abs(boost - queue.boost) > 0.01 * queue.boost:
-                queue.boost = boost
-                queue.reschedule(control)
+        queue.make_up_lost(busy, control)
         decision = self._decide(queue, control, observation, busy)
         if throttled:  # the busy time the bucket stands still for, counted once
             calm = busy + decision.pause

@@ -164,6 +164,20 @@ class _Queue:
         at_once = max(1.0, burst - 1.0 - rate * IDLE_SPREAD)
         return Schedule(rate=rate, tau=tau, burst=at_once)
 
+    def make_up_lost(self, busy: float, control: Control) -> None:
+        """Set the boost from the schedule time lost over the last busy second.
+
+        1 / (1 - lost), up to ``MAX_SHORTFALL``; moved by more than 1 %, it reschedules.
+        A shared store reports no lateness: its boost stays 1.
+        """
+        if self._bucket is None:
+            return
+        lost = min(self.lost_meter.rate(busy), 0.5)
+        boost = min(1 / (1 - lost), _control.MAX_SHORTFALL)
+        if abs(boost - self.boost) > 0.01 * self.boost:
+            self.boost = boost
+            self.reschedule(control)
+
     def reschedule(self, control: Control) -> None:
         """Take on the schedule of a learning state; a slower one invalidates reservations."""
         old = self.schedule.rate
