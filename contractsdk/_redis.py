@@ -56,6 +56,11 @@ DEFAULT_TIMEOUT: Final = 0.25
 #: Seconds between attempts to reach a Redis that is away.
 REJOIN_AFTER: Final = 1.0
 _INSTALL_HINT: Final = "sharing through Redis needs redis-py: pip install 'contractsdk[redis]'"
+_UNREADABLE_URL: Final = (
+    "redis URL not understood: check its host, port and database number, and "
+    "percent-encode any '/', '#', '?' or '@' in the password (the URL is not shown: it "
+    "may hold the password)"
+)
 
 
 class RedisUnavailableError(Exception):
@@ -124,8 +129,10 @@ class SharedRedis:
                     retry=Retry(NoBackoff(), 0),
                     max_connections=32,
                 )
-            except ValueError as exc:
-                raise ConfigurationError(f"redis URL not understood: {exc}") from None
+            except ValueError:
+                # redis-py's message quotes the part it could not read, which may be the
+                # password (one with a "/" or "#" reads as the port): say where to look.
+                raise ConfigurationError(_UNREADABLE_URL) from None
             self._owned = True
         elif isinstance(redis, aioredis.Redis):
             self.client = redis

@@ -10,6 +10,7 @@ searched for the secrets.
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import logging
@@ -21,7 +22,14 @@ from typing import Any
 
 import pytest
 
-from contractsdk import ClientCredentials, ContractClient, ContractSDKError, Request, Response
+from contractsdk import (
+    ClientCredentials,
+    ConfigurationError,
+    ContractClient,
+    ContractSDKError,
+    Request,
+    Response,
+)
 from contractsdk._redact import REDACTED, scrub
 from contractsdk.cli import main
 from contractsdk.testing import MockTransport, json_response
@@ -209,3 +217,62 @@ def test_the_cli_never_prints_a_credential(
         assert code != 0
         assert "error" in err
         _assert_nothing_shows(f"`contractsdk {' '.join(argv)}`", out + err)
+
+
+REDIS_PASSWORD = "pw-3c9e1d-in-a-redis-url"
+
+#: URLs redis-py cannot read, each with the password where its error would quote it: a
+#: "/" or "#" in an unencoded password ends the host part, and what follows reads as a port.
+BAD_REDIS_URLS = {
+    "slash": f"redis://default:{REDIS_PASSWORD}/x@redis.internal:6379/0",
+    "hash": f"redis://default:{REDIS_PASSWORD}#x@redis.internal:6379/0",
+    "port": f"redis://default@redis.internal:{REDIS_PASSWORD}/0",
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_REDIS_URLS))
+def test_a_redis_url_it_cannot_read_is_never_quoted(
+    case: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The error says what to check, never the URL: it may hold the Redis password."""
+    pytest.importorskip("redis")
+    url = BAD_REDIS_URLS[case]
+    with pytest.raises(ConfigurationError, match="redis URL not understood") as caught:
+        ContractClient(api_key=API_KEY, base_url="http://127.0.0.1:9", redis=url)
+    for where, text in _outputs(caught.value):
+        assert REDIS_PASSWORD not in text, f"the Redis password shows in the error's {where}"
+    monkeypatch.setenv("CONTRACTSDK_API_KEY", API_KEY)
+    monkeypatch.setenv("CONTRACTSDK_BASE_URL", "http://127.0.0.1:9")
+    for argv in (["--redis", url, "users", "get", "7"], ["users", "get", "7", "--redis", url]):
+        assert main(argv) != 0
+        out, err = capsys.readouterr()
+        assert "redis URL not understood" in err
+        assert REDIS_PASSWORD not in out + err
+    monkeypatch.setenv("CONTRACTSDK_REDIS_URL", url)
+    assert main(["users", "get", "7"]) != 0
+    out, err = capsys.readouterr()
+    assert "redis URL not understood" in err
+    assert REDIS_PASSWORD not in out + err
+
+
+async def test_a_redis_password_shows_nowhere_when_redis_is_away(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Redis down (nothing listens): the warning, the client's repr and its state hide it."""
+    pytest.importorskip("redis")
+    caplog.set_level(logging.DEBUG, logger="contractsdk")
+    async with ContractClient(
+        api_key=API_KEY,
+        base_url="http://127.0.0.1:9",
+        transport=MockTransport(lambda request: json_response(200, {"id": 7})),
+        redis=f"redis://default:{REDIS_PASSWORD}@127.0.0.1:9/0",
+        sleep=_no_sleep,
+    ) as client:
+        # The shared limits are unreachable: its local share instead. (The answer is no
+        # user: only the way there matters.)
+        with contextlib.suppress(ContractSDKError):
+            await client.users.get(7)
+        shown = [repr(client), repr(client.rate_limits), caplog.text]
+    assert "unreachable" in caplog.text
+    for text in shown:
+        assert REDIS_PASSWORD not in text

@@ -174,8 +174,9 @@ def _connection_options(*, hidden: bool, json_output: bool = True) -> list[click
         option(
             "--redis",
             metavar="URL",
-            help="Share rate limits and tokens with other processes through this Redis "
-            "(CONTRACTSDK_REDIS_URL).",
+            help="Share rate limits and tokens with other processes through this Redis. "
+            "Prefer CONTRACTSDK_REDIS_URL if it holds a password: a flag is visible to "
+            "other users.",
         ),
         option(
             "-v",
