@@ -10,10 +10,10 @@ runs no thread and no event loop, so each starts clean.
 
 Modes:
 
-* ``acquire REDIS_URL N RATE BURST [PARTIES]``: take N write grants from a limiter sharing
-  its buckets through Redis, once PARTIES workers (default 1) are ready (a barrier in
-  Redis, so a worker slow to start does not run alone); returns
-  ``{"grants": [wall-clock times]}``.
+* ``acquire REDIS_URL N RATE BURST [PARTIES [REJOIN_AFTER]]``: take N write grants from a
+  limiter sharing its buckets through Redis, once PARTIES workers (default 1) are ready (a
+  barrier in Redis, so a worker slow to start does not run alone); returns
+  ``{"grants": [wall-clock times], "shared": [whether each was granted through Redis]}``.
 * ``token REDIS_URL BASE_URL CLIENT_ID CLIENT_SECRET USER_ID``: one ``users.get`` with OAuth
   client credentials sharing the token through Redis; returns ``{"ok": true}``.
 
@@ -57,26 +57,28 @@ async def barrier(url: str, parties: int) -> None:
 
 
 async def acquire(
-    url: str, count: int, rate: float, burst: int, parties: int = 1
+    url: str, count: int, rate: float, burst: int, parties: int = 1, rejoin_after: float = 1.0
 ) -> dict[str, object]:
-    shared = SharedRedis(url, prefix="contractsdk:test-workers:")
+    shared = SharedRedis(url, prefix="contractsdk:test-workers:", rejoin_after=rejoin_after)
     limiter = RateLimiter(
         RateLimits(write=rate, burst=burst),
         store=lambda initial: RedisStore(shared, initial),
     )
     grants: list[float] = []
+    through: list[bool] = []
     await barrier(url, parties)
     try:
 
         async def one() -> None:
             grant = await limiter.acquire("POST")
             grants.append(time.time())
+            through.append(limiter.state.write.shared)
             await limiter.record(grant, 200, {})
 
         await asyncio.gather(*(one() for _ in range(count)))
     finally:
         await limiter.aclose()
-    return {"grants": grants}
+    return {"grants": grants, "shared": through}
 
 
 class _PatientSharedRedis(SharedRedis):
@@ -112,7 +114,9 @@ def run(mode: str, args: list[str]) -> dict[str, object]:
     """Run one mode in this process and return its result."""
     if mode == "acquire":
         parties = int(args[4]) if len(args) > 4 else 1
-        return asyncio.run(acquire(args[0], int(args[1]), float(args[2]), int(args[3]), parties))
+        rejoin = float(args[5]) if len(args) > 5 else 1.0
+        count, rate, burst = int(args[1]), float(args[2]), int(args[3])
+        return asyncio.run(acquire(args[0], count, rate, burst, parties, rejoin))
     if mode == "token":
         return asyncio.run(token(args[0], args[1], args[2], args[3], int(args[4])))
     raise ValueError(f"unknown mode {mode!r}")

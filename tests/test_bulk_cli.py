@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import click
 import pytest
 
 from contractsdk import ConfigurationError, ContractClient
 from contractsdk.bulk import JournalError
 from contractsdk.bulk._run import Run
 from contractsdk.cli._app import Invocation, parse
+from contractsdk.cli._app import cli as root
 from contractsdk.sandbox import FaultRule, SandboxServer
 from tests._redisserver import RedisServer
 
@@ -274,8 +276,30 @@ async def test_bulk_create_shares_its_limits_through_redis(
     assert any(key.endswith(":clients") for key in keys)
 
 
+def _commands(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    """Every command of the tree under ``group``, as the words that name it."""
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            yield from _commands(command, (*path, name))
+        else:
+            yield (*path, name)
+
+
 def test_every_command_takes_redis() -> None:
-    """--redis is a connection flag: accepted by every command that talks to the service."""
+    """--redis is a connection flag: accepted by every command that talks to the service.
+
+    All but the emulator, which is the service and has its own options.
+    """
+    parse(["--version"])  # registers every command
+    names = set(_commands(root)) - {("sandbox",)}
+    assert {("bulk", "create"), ("demo",), ("users", "get")} <= names
+    for words in names:
+        command: click.Command = root
+        for word in words:
+            assert isinstance(command, click.Group)
+            command = command.commands[word]
+        flags = {flag for param in command.params for flag in param.opts}
+        assert "--redis" in flags, f"contractsdk {' '.join(words)} takes no --redis"
     url = "redis://127.0.0.1:6379/0"
     for argv in (["users", "get", "1"], ["bulk", "status", "j.db"], ["teams", "list", "1"]):
         for where in ([*argv, "--redis", url], ["--redis", url, *argv]):

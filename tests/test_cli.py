@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from contractsdk.cli import main
+from tests._redisserver import RedisServer
 from tests._sandboxprocess import child_env as _env
 from tests._sandboxprocess import sandbox_thread
 
@@ -306,6 +307,16 @@ def test_demo_exits_zero(
     assert "exclusive" in out
     assert "completed: not yet" not in out
     assert pdf.read_bytes().startswith(b"%PDF")
+
+
+def test_demo_shares_its_limits_through_redis(
+    capsys: pytest.CaptureFixture[str], redis_server: RedisServer
+) -> None:
+    """`contractsdk demo --redis URL`: against the embedded emulator too, the flag is used."""
+    code, _, err = run(capsys, "demo", "--redis", redis_server.url)
+    assert code == 0, err
+    keys = redis_server.keys()
+    assert any(key.endswith(":bucket:write") for key in keys)
 
 
 def test_closed_pipe_is_not_a_traceback(emulator: dict[str, str]) -> None:

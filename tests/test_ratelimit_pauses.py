@@ -241,6 +241,29 @@ async def test_no_answer_pauses_past_max_pause(headers: dict[str, str]) -> None:
     assert later.waited <= 31
 
 
+@pytest.mark.parametrize(
+    ("limits", "paused"),
+    [(RateLimits(write=10), 0.0), (RateLimits(adaptive=False), 30.0)],
+    ids=["paced: no pause", "unpaced: up to max_pause"],
+)
+async def test_a_success_with_a_reset_a_year_away_pauses_no_longer(
+    limits: RateLimits, paused: float
+) -> None:
+    """Remaining 0 on a success with its reset a year away pauses max_pause at most.
+
+    A paced bucket does not pause at all (the request went through); one with no rate to
+    pace at waits for the reset, cut to max_pause.
+    """
+    clock = FakeClock()
+    limiter = make_limiter(clock, limits, max_pause=30)
+    reset = str(int(NOW_WALL) + 365 * 86400)
+    await answer(limiter, "POST", 200, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset})
+    assert limiter.state.write.paused_for == pytest.approx(paused)
+    start = clock()
+    await clock.run(limiter.acquire("POST"))
+    assert clock() - start <= paused + 1
+
+
 async def test_max_pause_of_the_limits_wins() -> None:
     """RateLimits(max_pause=...) sets the cap, whatever the retry policy says."""
     clock = FakeClock()

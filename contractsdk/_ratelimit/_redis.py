@@ -102,6 +102,7 @@ if rate then
 end
 if max_wait >= 0 and wait > max_wait + 1e-9 then
   redis.call('HSET', h, 'busy', busy, 'seen', seen)
+  redis.call('PEXPIRE', h, tonumber(ARGV[8]))
   return {0, tostring(wait), tostring(math.max(0, pause - now))}
 end
 local bin = tonumber(ARGV[7])

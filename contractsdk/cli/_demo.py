@@ -153,7 +153,9 @@ async def _service(args: argparse.Namespace) -> AsyncIterator[tuple[ContractClie
     async with SandboxServer(seed=args.seed) as server:
         print("contractsdk demo: the whole flow against the embedded emulator")
         _say(f"emulator: {server.url} (seed {args.seed}; nothing leaves this machine)")
-        async with ContractClient(api_key=server.api_key, base_url=server.url) as client:
+        # --redis is honoured here too (CONTRACTSDK_REDIS_URL is, as for any client).
+        shared = {} if getattr(args, "redis", None) is None else {"redis": args.redis}
+        async with ContractClient(api_key=server.api_key, base_url=server.url, **shared) as client:
             yield client, server.users[0].id
 
 
