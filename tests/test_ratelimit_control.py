@@ -334,6 +334,14 @@ def test_back_at_the_ceiling_a_lone_429_is_a_strike_again() -> None:
         (RateLimitHints(remaining=0.0, reset=1e7), 429, MAX_PAUSE),
         (RateLimitHints(remaining=0.0, reset=3.0), 200, None),
         (RateLimitHints(), 429, None),
+        # A whole-second Retry-After rounds up an empty counter's finer reset: the reset.
+        (RateLimitHints(retry_after=1.0, remaining=0.0, reset=0.19), 429, 0.19),
+        (RateLimitHints(retry_after=60.0, remaining=0.0, reset=59.5), 429, 59.5),
+        # …but not a reset of another counter, a counter with room, or a finer Retry-After.
+        (RateLimitHints(retry_after=60.0, remaining=0.0, reset=0.3), 429, 60.0),
+        (RateLimitHints(retry_after=1.0, remaining=3.0, reset=0.19), 429, 1.0),
+        (RateLimitHints(retry_after=0.25, remaining=0.0, reset=0.19), 429, 0.25),
+        (RateLimitHints(retry_after=1.0, remaining=0.0, reset=0.19), 503, 1.0),
     ],
 )
 def test_pauses_the_server_asked_for_are_cut_to_max_pause(

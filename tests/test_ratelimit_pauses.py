@@ -149,6 +149,23 @@ async def test_exhausted_counter_on_a_429_pauses_until_reset(headers: dict[str, 
     assert limiter.state.write.server_remaining == 0
 
 
+async def test_a_whole_second_retry_after_gives_way_to_the_finer_reset() -> None:
+    """Retry-After: 1 and an empty counter resetting in 0.19 s: the bucket pauses 0.19 s.
+
+    A sliding log's oldest entry leaves in 0.19 s; HTTP's Retry-After can only say 1. A
+    reset for another counter (longer, or a second or more shorter) is not taken.
+    """
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits(write=100, adaptive=False))
+    finer = {"Retry-After": "1", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "0.190"}
+    await answer(limiter, "POST", 429, finer)
+    assert limiter.state.write.paused_for == pytest.approx(0.19)
+    await clock.advance(1)
+    other = {"Retry-After": "2", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "0.5"}
+    await answer(limiter, "POST", 429, other)
+    assert limiter.state.write.paused_for == pytest.approx(2.0)
+
+
 @pytest.mark.parametrize(
     "headers",
     [
