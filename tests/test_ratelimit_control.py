@@ -359,6 +359,24 @@ def test_a_bare_429_pauses_one_interval_of_the_lowered_rate() -> None:
     assert decision.pause == pytest.approx(1 / decision.control.rate)
 
 
+def test_just_out_of_the_slow_start_every_429_of_the_young_epoch_doubles_the_pause() -> None:
+    """A server that remembers the slow start's overload refuses every other request.
+
+    No two 429s come in a row then, but each of the epoch's four doubles the pause: eight
+    intervals. An epoch later, or once old enough to measure, 429s in a row count again.
+    """
+    exited = attrs.evolve(cubic(w_max=300.0), rate=94.0, epoch=1, t_fail=9.9)
+    young = Observation(status=429, fresh=True, streak=1, answered=6, admitted=2, epoch_age=0.1)
+    assert decide(exited, young).pause == pytest.approx(8 / 94.0)
+    later = attrs.evolve(exited, epoch=2)
+    assert decide(later, young).pause == pytest.approx(1 / 94.0)
+    measuring = attrs.evolve(young, epoch_age=0.3, answered=30, admitted=26)
+    decreased = decide(exited, measuring)
+    assert decreased.control.epoch == 2
+    assert decreased.control.rate is not None
+    assert decreased.pause == pytest.approx(1 / decreased.control.rate)
+
+
 def test_not_adaptive_keeps_the_rate() -> None:
     """adaptive=False: the rate never moves; the server's pauses still apply."""
     control = initial(100.0, adaptive=False, now=0.0)

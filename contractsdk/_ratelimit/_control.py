@@ -69,16 +69,17 @@ What it decides, per bucket:
   lowers the rate.
 * **Pauses.** A 429 (or 5xx) with ``Retry-After`` pauses the bucket that long (on a 429
   whose counter is empty, until its reset if ``Retry-After`` is that reset rounded up to
-  whole seconds); a 429 that says the counter is empty pauses until its reset; a bare 429 pauses for one interval of
-  the (lowered) rate, doubled for each 429 in a row (each for a request granted after the
-  one before was answered), up to ``BACKOFF_MAX`` and to ``REFUSAL_SHARE`` of how long
-  the run of 429s has lasted (at least ``PROBE_FLOOR``: a probe for the end of a
-  refusal, not a wait past it), and spread by ``jitter`` (the limiter draws it from
-  [0.5, 1.5): processes that share a key but not their state, refused
-  together, would otherwise come back together, 2 s later each time, and be refused
-  together again). Every pause is cut to ``max_pause``:
-  no answer, however absurd (``Retry-After: 1e9``, a date in 9999, a reset a year away),
-  stalls the client longer.
+  whole seconds); a 429 that says the counter is empty pauses until its reset; a bare
+  429 pauses for one interval of the (lowered) rate, doubled for each 429 in a row (each
+  for a request granted after the one before was answered; just out of the slow start,
+  for each 429 of the epoch while it is too young to measure), up to ``BACKOFF_MAX`` and
+  to ``REFUSAL_SHARE`` of how long the run of 429s has lasted (at least ``PROBE_FLOOR``:
+  a probe for the end of a refusal, not a wait past it), and spread by ``jitter`` (the
+  limiter draws it from [0.5, 1.5): processes that share a key but not their state,
+  refused together, would otherwise come back together, 2 s later each time, and be
+  refused together again). Every pause is cut to ``max_pause``: no answer, however
+  absurd (``Retry-After: 1e9``, a date in 9999, a reset a year away), stalls the client
+  longer.
 
 Invariants (each tested in ``tests/test_ratelimit_control.py``):
 
@@ -604,6 +605,21 @@ def grow(
     return attrs.evolve(control, rate=_clamp(target, ceiling), stamp=now)
 
 
+def _refusals(control: Control, observation: Observation) -> int:
+    """The 429s a bare 429's pause doubles for: in a row, or all of a young first epoch.
+
+    Just out of the slow start, every 429 of the epoch while it is too young to measure
+    counts, in a row or not. There the server still remembers the slow start's overload
+    (a sliding log the last second's entries, a window its spent quota) and refuses every
+    other request, so no two 429s come in a row: a pause of one interval each let half of
+    the epoch's requests through to a 429 (a sliding log of 100/s refused 8 of the run's
+    12 there).
+    """
+    if control.phase == "cubic" and control.epoch == 1 and _young(observation):
+        return max(observation.streak, observation.answered - observation.admitted)
+    return observation.streak
+
+
 def _backoff(rate: float | None, streak: int, jitter: float, refused_for: float) -> float:
     """One interval, doubled per 429 in a row, up to BACKOFF_MAX (or one interval), x jitter.
 
@@ -693,6 +709,7 @@ def step(
         # behind it do not all meet the same empty server bucket; twice as long for each
         # 429 in a row (a window that refuses everything until it ends); spread, so that
         # clients refused together do not all come back together.
-        backoff = _backoff(rate, observation.streak, jitter, observation.refused_for)
+        run = _refusals(control, observation)
+        backoff = _backoff(rate, run, jitter, observation.refused_for)
         pause = min(backoff, max_pause) if throttled else 0.0
     return Decision(control, pause=pause, tokens=tokens)
