@@ -246,8 +246,9 @@ def _clamp(rate: float, ceiling: float | None) -> float:
 def said_pause(observation: Observation, *, max_pause: float, paced: bool = True) -> float | None:
     """Return how long the server asked the bucket to pause, cut to ``max_pause``, if it did.
 
-    ``Retry-After`` on a 429 or a 5xx; on a 429, the reset of a counter that says it is
-    empty. A success that says the counter is empty pauses nothing: its request went
+    ``Retry-After`` on a 429 or a 5xx (on a 429, the finer reset it rounds up, if any:
+    :func:`_finer_reset`); on a 429, the reset of a counter that says it is empty. A
+    success that says the counter is empty pauses nothing: its request went
     through, and a token-bucket server refills long before its rounded-up reset; unless
     the bucket does not pace (``paced`` False), when the reset is all there is to go by.
     """
@@ -255,29 +256,32 @@ def said_pause(observation: Observation, *, max_pause: float, paced: bool = True
     status = observation.status
     # A Retry-After of 0 (or a date already past) names no pause: a 429 with it is bare.
     if hints.retry_after and (status == 429 or status >= 500):
-        if status == 429 and _rounded_up_reset(observation):
-            # Retry-After counts whole seconds; an empty counter's reset, given finer,
-            # says when it has room (a sliding log's 0.19 s read 1 s, a fifth of the
-            # limit's quota lost to each 429).
-            assert hints.reset is not None
-            return min(hints.reset, max_pause)
-        return min(hints.retry_after, max_pause)
+        finer = _finer_reset(observation) if status == 429 else None
+        return min(hints.retry_after if finer is None else finer, max_pause)
     if (status == 429 or not paced) and observation.exhausted and hints.reset is not None:
         return min(hints.reset, max_pause)
     return None
 
 
-def _rounded_up_reset(observation: Observation) -> bool:
-    """A 429's whole-second ``Retry-After`` is its counter's finer reset, rounded up."""
+def _finer_reset(observation: Observation) -> float | None:
+    """The empty counter's reset, if the whole-second ``Retry-After`` is it rounded up.
+
+    ``Retry-After`` counts whole seconds; the reset, given finer, says when the counter
+    has room: a sliding log's oldest entry leaving in 0.19 s read as 1 s, and 0.8 s of
+    its quota went unused after each 429. Another counter's reset (a second or more
+    off) is not taken.
+    """
     hints = observation.hints
     after, reset = hints.retry_after, hints.reset
-    return (
+    if (
         observation.exhausted
         and after is not None
         and reset is not None
         and 0 < reset < after < reset + 1
         and after == math.floor(after)
-    )
+    ):
+        return reset
+    return None
 
 
 def _measured_w(rate: float, observation: Observation, remembered: float) -> float | None:
