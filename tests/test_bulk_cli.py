@@ -286,9 +286,9 @@ def _commands(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[
 
 
 def test_every_command_takes_redis() -> None:
-    """--redis is a connection flag: accepted by every command that talks to the service.
+    """--redis, a connection flag, is taken by every command and named in its help.
 
-    All but the emulator, which is the service and has its own options.
+    Every command that talks to the service: all but the emulator, which is the service and has its own options.
     """
     parse(["--version"])  # registers every command
     names = set(_commands(root)) - {("sandbox",)}
@@ -300,6 +300,8 @@ def test_every_command_takes_redis() -> None:
             command = command.commands[word]
         flags = {flag for param in command.params for flag in param.opts}
         assert "--redis" in flags, f"contractsdk {' '.join(words)} takes no --redis"
+        shown = command.get_help(click.Context(command, info_name=" ".join(words)))
+        assert "--redis" in shown, f"contractsdk {' '.join(words)} -h does not say so"
     url = "redis://127.0.0.1:6379/0"
     for argv in (["users", "get", "1"], ["bulk", "status", "j.db"], ["teams", "list", "1"]):
         for where in ([*argv, "--redis", url], ["--redis", url, *argv]):

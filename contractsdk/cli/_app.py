@@ -190,6 +190,14 @@ def _connection_options(*, hidden: bool, json_output: bool = True) -> list[click
     return options
 
 
+def _connection_epilog(*, json_output: bool) -> str:
+    """Under each command's help: the connection options it takes but does not list."""
+    flags = "--environment, --base-url, --api-key, --client-id, --client-secret, --redis, -v"
+    if json_output:
+        flags += ", --json"
+    return f"Also the connection options of contractsdk -h: {flags}."
+
+
 def runs(
     group: click.Group, name: str, *, json_output: bool = True
 ) -> Callable[[Handler], click.Command]:
@@ -215,6 +223,7 @@ def runs(
             callback=callback,
             params=[*params, *_connection_options(hidden=True, json_output=json_output)],
             help=handler.__doc__,
+            epilog=_connection_epilog(json_output=json_output),
             context_settings=CONTEXT,
         )
         group.add_command(command)
