@@ -569,6 +569,8 @@ async def test_the_shared_token_is_sealed(redis_server: RedisServer) -> None:
         keys = [key for key in await raw.keys("*") if key_name(key).endswith(":token")]
         assert len(keys) == 1
         stored = await raw.get(keys[0])
+        assert await raw.pttl(keys[0]) > 0  # it expires, as every key does
+        assert not [key for key in await raw.keys("*") if key_name(key).endswith(":lock")]
     finally:
         await raw.aclose()
     assert stored is not None
