@@ -153,9 +153,11 @@ async def _service(args: argparse.Namespace) -> AsyncIterator[tuple[ContractClie
     async with SandboxServer(seed=args.seed) as server:
         print("contractsdk demo: the whole flow against the embedded emulator")
         _say(f"emulator: {server.url} (seed {args.seed}; nothing leaves this machine)")
-        # --redis is honoured here too (CONTRACTSDK_REDIS_URL is, as for any client).
-        shared = {} if getattr(args, "redis", None) is None else {"redis": args.redis}
-        async with ContractClient(api_key=server.api_key, base_url=server.url, **shared) as client:
+        # The emulator's key and URL, with the command line's --redis (make_client's).
+        connection = argparse.Namespace(
+            api_key=server.api_key, base_url=server.url, redis=getattr(args, "redis", None)
+        )
+        async with make_client(connection) as client:
             yield client, server.users[0].id
 
 
