@@ -301,6 +301,29 @@ def test_a_second_strike_within_the_window_decreases() -> None:
     assert second.epoch == struck.epoch + 1
 
 
+def test_a_run_of_429s_is_one_strike_that_lasts_until_its_last_pause_ends() -> None:
+    """No success between: a window refusing until a told burst leaves it, not a lower limit.
+
+    The run keeps the told rate and probes every PROBE_FLOOR at least; the strike lasts
+    until the pause after its last 429. A limit really lower refuses again after a success
+    within STRIKE_WINDOW of that: the second strike.
+    """
+    told = initial(100.0, adaptive=True, now=0.0)
+    control = decide(told, Observation(status=429), now=0.81, ceiling=100.0).control
+    for n, now in enumerate((0.82, 0.92, 1.02), start=2):
+        run = decide(control, Observation(status=429, streak=n), now=now, ceiling=100.0)
+        assert (run.control.rate, run.control.phase) == (told.rate, "paced")
+        assert run.pause >= PROBE_FLOOR
+        assert run.control.t_fail == pytest.approx(now + run.pause)
+        control = run.control
+    after = control.t_fail + STRIKE_WINDOW
+    again = decide(control, Observation(status=429), now=after - 0.01, ceiling=100.0).control
+    assert again.rate is not None and told.rate is not None
+    assert (again.phase, again.rate < told.rate) == ("cubic", True)
+    lone = decide(control, Observation(status=429), now=after + 0.01, ceiling=100.0).control
+    assert (lone.phase, lone.rate) == ("paced", told.rate)
+
+
 def test_strikes_far_apart_never_lower_a_told_rate() -> None:
     """A 429 now and then (once per STRIKE_WINDOW or rarer) is noise at a told limit."""
     control = initial(100.0, adaptive=True, now=0.0)

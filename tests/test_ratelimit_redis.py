@@ -205,13 +205,15 @@ async def test_one_overload_lowers_the_shared_rate_once(
     """Two processes answered 429 for the same overload: the shared rate drops once.
 
     At the told limit a first 429 is a strike that only pauses and starts an epoch; it is
-    shared too. The overload after it lowers the rate, once: the epoch moves by one.
+    shared too. The overload after it (after a success: 429s with none between are one
+    strike) lowers the rate, once: the epoch moves by one.
     """
     limits = RateLimits(write=100, burst=2)
     first, second = (shared_limiter(redis_server.url, limits) for _ in range(2))
     limiters += [first, second]
     await first.record(await first.acquire("POST"), 429, {})
     assert first.state.write.rate == 99
+    await first.record(await first.acquire("POST"), 200, {})
     grants = [await first.acquire("POST"), await second.acquire("POST")]
     assert [grant.epoch for grant in grants] == [1, 1]
     await first.record(grants[0], 429, {})

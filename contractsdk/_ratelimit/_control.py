@@ -21,7 +21,10 @@ What it decides, per bucket:
   ceiling only pauses (and starts a new epoch, so its echoes are not fresh): the network
   and the event loop bunch requests up, and a server paced to the millisecond refuses one
   now and then. A second within ``STRIKE_WINDOW`` busy seconds means the limit is lower
-  than the client was told, and decreases as below.
+  than the client was told, and decreases as below; but not a 429 in the same run as the
+  first (no success between): one refusal that lasts, as a window refuses until a told
+  burst's entries leave it. The strike then lasts until the pause after the run's last
+  429 ends, and a limit really lower refuses again within ``STRIKE_WINDOW`` of that.
 * **Decrease.** A *fresh* 429 (its request was granted after the last decrease, so it is
   not an echo of the same overload: TCP cuts once per round trip) lowers the rate to
   ``beta * W``, W being the rate that overloaded the server. Under a steady overload every
@@ -565,6 +568,19 @@ def _first_strike(control: Control, rate: float, ceiling: float | None, now: flo
     return not struck or now - control.t_fail > STRIKE_WINDOW
 
 
+def _same_run(control: Control, observation: Observation) -> bool:
+    """A 429 in the same run as a first strike at the told ceiling: the strike goes on.
+
+    No success came between (``streak`` over 1): one refusal lasting a while, as a window
+    refuses until the entries of a told burst leave it (a sliding log of 100/s, told
+    B = 20, refused from 0.81 s until the burst's entries left at 1 s, and the second 429
+    of that run cut the rate to 79/s). A limit really lower than told refuses again
+    after a success, and that second run is the second strike: the strike lasts until
+    the probe after the run's last 429.
+    """
+    return control.phase == "paced" and control.w_max > 0 and observation.streak > 1
+
+
 def _below_hint(control: Control, hint: float | None) -> bool:
     """A slow start still under the rate the server's headers suggest: jump there."""
     return control.phase == "slow" and hint is not None and (control.rate or 0.0) < hint * PACING
@@ -662,6 +678,7 @@ def step(
     """
     rate = control.rate
     pause = said_pause(observation, max_pause=max_pause, paced=rate is not None)
+    strike_goes_on = False
     throttled = observation.throttled
     tokens = 0.0 if throttled else observation.hints.remaining
     if throttled and observation.fresh and adaptive and rate is not None:
@@ -675,6 +692,8 @@ def step(
                 epoch=control.epoch + 1,
                 hinted=False,
             )
+        elif _same_run(control, observation):
+            strike_goes_on = True
         elif control.phase != "cubic" or _measures(observation):
             control = _decrease(control, rate, observation, ceiling, now)
         elif _out_of_quota(control, observation):
@@ -715,5 +734,13 @@ def step(
         # clients refused together do not all come back together.
         run = _refusals(control, observation)
         backoff = _backoff(rate, run, jitter, observation.refused_for)
+        if strike_goes_on:
+            # At a told limit, a refusal that outlasts its first 429 is a window's: probe
+            # for its end every PROBE_FLOOR, not every interval (five 429s in 0.19 s).
+            backoff = max(backoff, PROBE_FLOOR * jitter)
         pause = min(backoff, max_pause) if throttled else 0.0
+    if strike_goes_on:
+        # The strike lasts until the probe after its last 429: a window refusing again
+        # after a success within STRIKE_WINDOW of it holds less than it was told.
+        control = attrs.evolve(control, t_fail=now + pause)
     return Decision(control, pause=pause, tokens=tokens)
