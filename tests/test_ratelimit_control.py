@@ -309,7 +309,8 @@ def test_a_run_of_429s_is_one_strike_that_lasts_until_its_last_pause_ends() -> N
     within STRIKE_WINDOW of that: the second strike.
     """
     told = initial(100.0, adaptive=True, now=0.0)
-    control = decide(told, Observation(status=429), now=0.81, ceiling=100.0).control
+    at_limit = Observation(status=429, answered=81, admitted=80)  # 0.8 s of the told rate
+    control = decide(told, at_limit, now=0.81, ceiling=100.0).control
     for n, now in enumerate((0.82, 0.92, 1.02), start=2):
         run = decide(control, Observation(status=429, streak=n), now=now, ceiling=100.0)
         assert (run.control.rate, run.control.phase) == (told.rate, "paced")
@@ -322,6 +323,21 @@ def test_a_run_of_429s_is_one_strike_that_lasts_until_its_last_pause_ends() -> N
     assert (again.phase, again.rate < told.rate) == ("cubic", True)
     lone = decide(control, Observation(status=429), now=after + 0.01, ceiling=100.0).control
     assert (lone.phase, lone.rate) == ("paced", told.rate)
+
+
+def test_a_run_of_429s_right_after_a_start_is_two_strikes() -> None:
+    """A strike before the epoch admitted RUN_AFTER seconds of the told rate: not excused.
+
+    Eight processes each told the whole limit are refused after two or three successes
+    each; the second 429 in a row is the second strike, and the rate drops at once.
+    """
+    told = initial(100.0, adaptive=True, now=0.0)
+    early = Observation(status=429, answered=4, admitted=3)
+    struck = decide(told, early, now=0.05, ceiling=100.0).control
+    second = decide(struck, Observation(status=429, streak=2), now=0.06, ceiling=100.0)
+    assert second.control.phase == "cubic"
+    assert second.control.rate is not None and told.rate is not None
+    assert second.control.rate < told.rate
 
 
 def test_strikes_far_apart_never_lower_a_told_rate() -> None:

@@ -36,6 +36,7 @@ from contractsdk import (
 from contractsdk._auth import TokenAuth
 from contractsdk._config import Environment
 from contractsdk._ratelimit import Grant, RateLimiter, Slot
+from contractsdk._ratelimit._control import Control
 from contractsdk._ratelimit._redis import TTL, RedisStore
 from contractsdk._redis import SharedRedis
 from contractsdk.sandbox import SandboxServer
@@ -205,15 +206,13 @@ async def test_one_overload_lowers_the_shared_rate_once(
     """Two processes answered 429 for the same overload: the shared rate drops once.
 
     At the told limit a first 429 is a strike that only pauses and starts an epoch; it is
-    shared too. The overload after it (after a success: 429s with none between are one
-    strike) lowers the rate, once: the epoch moves by one.
+    shared too. The overload after it lowers the rate, once: the epoch moves by one.
     """
     limits = RateLimits(write=100, burst=2)
     first, second = (shared_limiter(redis_server.url, limits) for _ in range(2))
     limiters += [first, second]
     await first.record(await first.acquire("POST"), 429, {})
     assert first.state.write.rate == 99
-    await first.record(await first.acquire("POST"), 200, {})
     grants = [await first.acquire("POST"), await second.acquire("POST")]
     assert [grant.epoch for grant in grants] == [1, 1]
     await first.record(grants[0], 429, {})
@@ -222,6 +221,29 @@ async def test_one_overload_lowers_the_shared_rate_once(
     assert lowered < 99
     assert second.state.write.rate == lowered
     assert (await first.acquire("POST")).epoch == (await second.acquire("POST")).epoch == 2
+
+
+async def test_a_strike_that_goes_on_is_shared(
+    redis_server: RedisServer, limiters: list[RateLimiter]
+) -> None:
+    """A run of 429s after a strike at the told limit moves the strike's end for all.
+
+    The fleet's next 429 is judged by when the run ended (within STRIKE_WINDOW of it, a
+    second strike), not by the run's first 429.
+    """
+    limits = RateLimits(write=400, burst=1)
+    first, second = (shared_limiter(redis_server.url, limits) for _ in range(2))
+    limiters += [first, second]
+    await grant_times(first, 210)  # over half a second of the told rate, admitted
+    await first.record(await first.acquire("POST"), 429, {})
+    await grant_times(second, 1)
+    struck = shared_store(second).snapshot("write")[0]
+    assert (struck.phase, struck.strike_run) == ("paced", True)
+    await first.record(await first.acquire("POST"), 429, {})  # the same run
+    await grant_times(second, 1)
+    goes_on = shared_store(second).snapshot("write")[0]
+    assert (goes_on.phase, goes_on.rate, goes_on.epoch) == ("paced", 400 * 0.99, struck.epoch)
+    assert goes_on.t_fail > struck.t_fail
 
 
 def shared_store(limiter: RateLimiter) -> RedisStore:
@@ -465,8 +487,11 @@ async def test_garbage_in_redis_is_ignored(
     client = aioredis.Redis.from_url(redis_server.url)
     try:
         key = f"{PREFIX}bucket:write"
-        for garbage in ('{"rate": -1}', "[" * 10_000, "not json", '{"rate": 1e400}'):
-            await client.hset(key, mapping={"ctl": garbage, "ver": 99})
+        wrong_type = attrs.asdict(Control(rate=5.0, phase="paced", strike_run=True))
+        wrong_type["strike_run"] = "yes"
+        garbages = ('{"rate": -1}', "[" * 10_000, "not json", '{"rate": 1e400}')
+        for version, garbage in enumerate((*garbages, json.dumps(wrong_type)), start=99):
+            await client.hset(key, mapping={"ctl": garbage, "ver": version})
             await grant_times(limiter, 2)
             assert limiter.state.write.rate == pytest.approx(200 * 0.99)
     finally:

@@ -22,8 +22,9 @@ What it decides, per bucket:
   and the event loop bunch requests up, and a server paced to the millisecond refuses one
   now and then. A second within ``STRIKE_WINDOW`` busy seconds means the limit is lower
   than the client was told, and decreases as below; but not a 429 in the same run as the
-  first (no success between): one refusal that lasts, as a window refuses until a told
-  burst's entries leave it. The strike then lasts until the pause after the run's last
+  first (no success between) when the strike's epoch had admitted ``RUN_AFTER`` seconds
+  of the told rate: one refusal that lasts, as a window refuses until a told burst's
+  entries leave it. The strike then lasts until the pause after the run's last
   429 ends, and a limit really lower refuses again within ``STRIKE_WINDOW`` of that.
 * **Decrease.** A *fresh* 429 (its request was granted after the last decrease, so it is
   not an echo of the same overload: TCP cuts once per round trip) lowers the rate to
@@ -166,6 +167,11 @@ QUOTA_STREAK: Final = 3
 #: to the server): it pauses the bucket but lowers the rate only if another fresh 429
 #: follows within this many busy seconds (the limit really is lower).
 STRIKE_WINDOW: Final = 1.0
+#: A run of 429s after a strike is that one strike only if the strike's epoch admitted
+#: this many seconds' worth of the told rate first: a server at the told limit, whose
+#: window still counts a told burst. Eight processes each told the whole limit are
+#: refused after two or three successes each, and must decrease at once.
+RUN_AFTER: Final = 0.5
 #: One decrease never cuts W below this share of the rate in use (leaving a slow start
 #: alone, W is what was admitted: the slow start overshot by as much as it clamped to).
 MAX_CUT: Final = 0.5
@@ -203,6 +209,8 @@ class Control:
         stamp: The busy time the rate was last grown at (slow start is incremental).
         epoch: Decreases so far; a 429 is fresh when its request was granted at this epoch.
         hinted: A remaining-0 hint has already set W in this epoch.
+        strike_run: At a strike whose epoch admitted ``RUN_AFTER`` seconds of the told
+            rate: 429s in a row after it are that strike, not a second.
     """
 
     rate: float | None
@@ -213,6 +221,7 @@ class Control:
     stamp: float = 0.0
     epoch: int = 0
     hinted: bool = False
+    strike_run: bool = False
     k_base: float = CUBIC_K
 
 
@@ -571,14 +580,15 @@ def _first_strike(control: Control, rate: float, ceiling: float | None, now: flo
 def _same_run(control: Control, observation: Observation) -> bool:
     """A 429 in the same run as a first strike at the told ceiling: the strike goes on.
 
-    No success came between (``streak`` over 1): one refusal lasting a while, as a window
+    No success came between (``streak`` over 1), and the strike came after the server had
+    admitted the told rate for a while: one refusal lasting a while, as a window
     refuses until the entries of a told burst leave it (a sliding log of 100/s, told
     B = 20, refused from 0.81 s until the burst's entries left at 1 s, and the second 429
     of that run cut the rate to 79/s). A limit really lower than told refuses again
     after a success, and that second run is the second strike: the strike lasts until
     the probe after the run's last 429.
     """
-    return control.phase == "paced" and control.w_max > 0 and observation.streak > 1
+    return control.phase == "paced" and control.strike_run and observation.streak > 1
 
 
 def _below_hint(control: Control, hint: float | None) -> bool:
@@ -691,6 +701,7 @@ def step(
                 stamp=now,
                 epoch=control.epoch + 1,
                 hinted=False,
+                strike_run=observation.admitted >= rate * RUN_AFTER,
             )
         elif _same_run(control, observation):
             strike_goes_on = True

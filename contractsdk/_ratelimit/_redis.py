@@ -209,12 +209,13 @@ def _decode(text: Any) -> Control | None:
         control.stamp,
         1.0 if control.rate is None else control.rate,
     )
+    flags: tuple[object, ...] = (control.hinted, control.strike_run)
     valid = (
         control.phase in ("off", "paced", "slow", "cubic")
         and all(_finite(value) for value in values)
         and (control.rate is None or control.rate > 0)
         and type(control.epoch) is int
-        and type(control.hinted) is bool
+        and all(type(flag) is bool for flag in flags)
     )
     return control if valid else None
 
