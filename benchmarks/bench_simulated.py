@@ -21,7 +21,10 @@ The second table runs the same client on a busy event loop (``tests/_simserver.p
 1.7 s, so its pacer falls 15-30 % short of its rate while loaded and sends at its full rate
 when the load lifts, as a loaded machine's event loop does.
 
-The third table is a crowd: several clients told the whole limit but sharing no state
+The third table is the first's client far from its server (round trips of 20 to 100 ms,
+as over the internet): more of its requests are on their way when a 429 comes back.
+
+The fourth table is a crowd: several clients told the whole limit but sharing no state
 (processes without Redis), each making a few calls at once, each with its own limiter and
 retrier, against a token bucket as the emulator's (burst 1 or 20) and nginx's GCRA with no
 burst. ``finish ÷ ideal`` is when the last call ended ÷ (calls ÷ R). Its rows add, in
@@ -83,6 +86,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--lags", default="0.0002,0.0004", help="busy loop: timers this late on average, s"
     )
+    parser.add_argument(
+        "--far-latencies",
+        default="0.02,0.05",
+        help="far from the server: L of the fourth table, seconds (R = 25 and 100/s)",
+    )
     parser.add_argument("--crowd-seeds", type=int, default=10, help="seeds per crowd row")
     return parser
 
@@ -127,6 +135,24 @@ def run(argv: Sequence[str] = ()) -> None:
         print()
         rows = [_learning_row(kind, 1000.0, 0.005, lag, args) for lag in lags for kind in kinds]
         headers[2] = "lag"
+        print(table(headers, rows, left=3))
+        print()
+    far = _floats(args.far_latencies)
+    if far:
+        print("# The same client far from the server (fake clock)")
+        print()
+        print(
+            "Round trips of L to 2L as over the internet; R = 25 and 100/s (at 1,000/s, 32 "
+            f"tasks cannot fill the limit from this far); {args.seeds} seeds per row."
+        )
+        print()
+        rows = [
+            _learning_row(kind, rate, latency, 0.0, args)
+            for kind in kinds
+            for rate in (25.0, 100.0)
+            for latency in far
+        ]
+        headers[2] = "L"
         print(table(headers, rows, left=3))
         print()
     _crowds(args.crowd_seeds)
