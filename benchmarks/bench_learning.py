@@ -257,15 +257,16 @@ def _every(rates: Sequence[Sequence[float]], step: float = STEP) -> list[float]:
 class _Servers:
     """One ``_servers.py`` process re-limited per row, and one nginx (if installed)."""
 
-    def __init__(self) -> None:
+    def __init__(self, latency: float = 0.0) -> None:
         self.limit_server: LimitServer | None = None
         self.nginx: NginxServer | None = None
+        self.latency = latency  # ms, our servers only
 
     def get(self, case: Case) -> Server | None:
         """The server of a case, limited as it says; None when nginx is missing."""
         kind = KINDS[case.kind]
         if kind is None:
-            if nginx_binary() is None:
+            if nginx_binary() is None or self.latency:
                 return None
             if self.nginx is None:
                 self.nginx = NginxServer(rate=case.rate, burst=case.burst)
@@ -274,7 +275,13 @@ class _Servers:
                 self.nginx.set_limits(rate=case.rate, burst=case.burst)
             return self.nginx
         algorithm, headers = kind
-        wanted = Limits(algorithm=algorithm, rate=case.rate, burst=case.burst, headers=headers)
+        wanted = Limits(
+            algorithm=algorithm,
+            rate=case.rate,
+            burst=case.burst,
+            headers=headers,
+            latency=self.latency,
+        )
         if self.limit_server is None:
             self.limit_server = LimitServer(wanted)
             self.limit_server.start()
@@ -350,6 +357,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--duration", type=float, help="seconds per row (8; quick 5)")
     parser.add_argument("--busy", type=float, help="seconds per busy phase of idle-then-busy")
     parser.add_argument("--concurrency", type=int, default=32, help="the client's tasks")
+    parser.add_argument(
+        "--latency",
+        type=float,
+        default=0.0,
+        help="our servers delay each answer by up to this many ms (nginx rows: skipped)",
+    )
     parser.add_argument("--plot", metavar="PATH", help="write a PNG of the rates over time")
     parser.add_argument(
         "--chart",
@@ -387,11 +400,15 @@ def run(argv: Sequence[str] = ()) -> None:
         f"{args.busy:g} s. The servers' burst B = {args.burst} (fixed window and sliding "
         "log: none, R per second)."
     )
-    if nginx_binary() is None:
+    if args.latency:
+        print(
+            f"Each answer of our servers is delayed by up to {args.latency:g} ms; nginx is skipped."
+        )
+    elif nginx_binary() is None:
         print("nginx is not installed: its rows are skipped.")
     outcomes: list[Outcome] = []
     lines: list[list[str]] = []
-    servers = _Servers()
+    servers = _Servers(args.latency)
     try:
         for case in _cases(args):
             server = servers.get(case)
