@@ -340,6 +340,17 @@ def test_a_run_of_429s_right_after_a_start_is_two_strikes() -> None:
     assert second.control.rate < told.rate
 
 
+def test_a_fleet_counts_its_run_excuse_for_every_process() -> None:
+    """Shared by four, a process that saw 20 admitted stands for 80: the run is excused."""
+    told = initial(100.0, adaptive=True, now=0.0)
+    fleet = Observation(status=429, answered=21, admitted=20, scale=4.0)
+    struck = decide(told, fleet, now=0.81, ceiling=100.0).control
+    run = decide(struck, Observation(status=429, streak=2, scale=4.0), now=0.82, ceiling=100.0)
+    assert (run.control.phase, run.control.rate) == ("paced", told.rate)
+    alone = decide(told, attrs.evolve(fleet, scale=1.0), now=0.81, ceiling=100.0).control
+    assert not alone.strike_run
+
+
 def test_strikes_far_apart_never_lower_a_told_rate() -> None:
     """A 429 now and then (once per STRIKE_WINDOW or rarer) is noise at a told limit."""
     control = initial(100.0, adaptive=True, now=0.0)

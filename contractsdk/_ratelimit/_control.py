@@ -210,7 +210,8 @@ class Control:
         epoch: Decreases so far; a 429 is fresh when its request was granted at this epoch.
         hinted: A remaining-0 hint has already set W in this epoch.
         strike_run: At a strike whose epoch admitted ``RUN_AFTER`` seconds of the told
-            rate: 429s in a row after it are that strike, not a second.
+            rate (a fleet's count: this process's times ``scale``): 429s in a row after it
+            are that strike, not a second.
     """
 
     rate: float | None
@@ -701,7 +702,7 @@ def step(
                 stamp=now,
                 epoch=control.epoch + 1,
                 hinted=False,
-                strike_run=observation.admitted >= rate * RUN_AFTER,
+                strike_run=observation.admitted * observation.scale >= rate * RUN_AFTER,
             )
         elif _same_run(control, observation):
             strike_goes_on = True
