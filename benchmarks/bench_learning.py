@@ -263,7 +263,7 @@ class _Servers:
         self.latency = latency  # ms, our servers only
 
     def get(self, case: Case) -> Server | None:
-        """The server of a case, limited as it says; None when nginx is missing."""
+        """The server of a case, limited as it says; None for nginx when missing or delayed."""
         kind = KINDS[case.kind]
         if kind is None:
             if nginx_binary() is None or self.latency:

@@ -89,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--far-latencies",
         default="0.02,0.05",
-        help="far from the server: L of the fourth table, seconds (R = 25 and 100/s)",
+        help="far from the server: L of the third table, seconds (R = 25 and 100/s)",
     )
     parser.add_argument("--crowd-seeds", type=int, default=10, help="seeds per crowd row")
     return parser

@@ -190,11 +190,9 @@ def _connection_options(*, hidden: bool, json_output: bool = True) -> list[click
     return options
 
 
-def _connection_epilog(*, json_output: bool) -> str:
+def _connection_epilog(options: list[click.Option]) -> str:
     """Under each command's help: the connection options it takes but does not list."""
-    flags = "--environment, --base-url, --api-key, --client-id, --client-secret, --redis, -v"
-    if json_output:
-        flags += ", --json"
+    flags = ", ".join(min(option.opts, key=len) for option in options)
     return f"Also the connection options of contractsdk -h: {flags}."
 
 
@@ -218,12 +216,13 @@ def runs(
         def callback(**values: Any) -> Invocation:
             return _invocation(handler, values, json_output=json_output)
 
+        connection = _connection_options(hidden=True, json_output=json_output)
         command = click.Command(
             name,
             callback=callback,
-            params=[*params, *_connection_options(hidden=True, json_output=json_output)],
+            params=[*params, *connection],
             help=handler.__doc__,
-            epilog=_connection_epilog(json_output=json_output),
+            epilog=_connection_epilog(connection),
             context_settings=CONTEXT,
         )
         group.add_command(command)
