@@ -679,6 +679,32 @@ def test_w_is_scaled_up_when_the_schedule_fell_short_of_its_rate() -> None:
     assert decide(control, late).control.w_max == pytest.approx(1080.0)
 
 
+def test_the_shortfall_scaling_never_takes_w_past_the_last_one() -> None:
+    """A probe above W after a long climb: the last second holds a refilled burst.
+
+    A token bucket of 25/s, B = 20: W found at 24.5, the curve climbed from under it for
+    five seconds (the bucket refilled) and on to 32/s before a 429. The last second
+    admitted 28.3, burst included; scaled up by rate / sent for the climb it read 31.1,
+    and the rate dropped to 28, still over the limit (two more 429s). The scaling makes
+    up a shortfall under what the server has shown it admits, never a new high.
+    """
+    control = attrs.evolve(cubic(w_max=24.5), rate=32.2)
+    probe = Observation(
+        status=429,
+        backlogged=True,
+        sent=29.3,
+        epoch_age=4.9,
+        answered=125,
+        admitted=124,
+        admitted_second=28.3,
+    )
+    assert decide(control, probe).control.w_max == pytest.approx(28.3)
+    # Under the last W, a pacer short of its rate is still made up for, up to that W.
+    fell = attrs.evolve(control, w_max=40.0)
+    assert decide(fell, probe).control.w_max == pytest.approx(28.3 * 32.2 / 29.3)
+    assert decide(attrs.evolve(control, w_max=30.0), probe).control.w_max == 30.0
+
+
 def test_a_window_out_of_its_quota_after_the_slow_start_is_aimed_at() -> None:
     """A long run of 429s out of the slow start: the curve aims at the window's quota.
 

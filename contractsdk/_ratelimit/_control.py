@@ -297,7 +297,9 @@ def _finer_reset(observation: Observation) -> float | None:
     return None
 
 
-def _measured_w(rate: float, observation: Observation, remembered: float) -> float | None:
+def _measured_w(
+    rate: float, observation: Observation, remembered: float, last_w: float
+) -> float | None:
     """The rate that overloaded the server, or None when the epoch is too young to tell.
 
     Leaving a slow start: what the server admitted lately. Later, from this epoch's
@@ -306,7 +308,8 @@ def _measured_w(rate: float, observation: Observation, remembered: float) -> flo
     higher (a rate that only just crossed the limit after a long clean climb). Not the
     rate in use times the share admitted: a server's burst hides an overshoot for as long
     as it lasts, and a window refuses all its 429s at its end. ``remembered`` is what
-    counts of the last busy second in an epoch younger than one.
+    counts of the last busy second in an epoch younger than one; ``last_w`` is the W the
+    last decrease found.
     """
     if observation.phase_slow and _few_answers(observation):
         # Refused within its first few answers (a server without a burst, or another
@@ -349,8 +352,12 @@ def _measured_w(rate: float, observation: Observation, remembered: float) -> flo
         # rate still climbing is ahead of what it sent over the second. What the server
         # admitted was sent at `rate`, in the schedule's terms. The time paused after
         # 429s is left out: counted, it read as a slow pacer, and scaling up what a
-        # window admitted put W 15 % over its limit.
-        measured *= min(rate / sent, MAX_SHORTFALL)
+        # window admitted put W 15 % over its limit. It makes up a shortfall under what
+        # the server has shown it admits (the last W), never a new high: after a long
+        # climb from under the limit, the last second also holds what the server's bucket
+        # had refilled, and scaled up it put W at 31/s for a token bucket of 25/s.
+        scaled = measured * min(rate / sent, MAX_SHORTFALL)
+        measured = max(measured, min(scaled, last_w))
     measured = min(rate, measured)
     if observation.hint is not None:
         # The server named its limit: a pause after each 429 lets its bucket refill, and
@@ -411,7 +418,9 @@ def _decrease(
     # Until two decreases have passed, the last second may hold the server's burst, which
     # the slow start drained: it measures nothing in a young epoch.
     remembered = last_second if control.epoch >= 2 else 0.0
-    measured = _measured_w(rate, attrs.evolve(observation, phase_slow=slow), remembered)
+    measured = _measured_w(
+        rate, attrs.evolve(observation, phase_slow=slow), remembered, control.w_max
+    )
     if measured is None:
         return control
     if slow:
