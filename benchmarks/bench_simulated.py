@@ -13,7 +13,11 @@ fraction of its simulated time.
 How to read the table: one row per server, R and latency, over the seeds; ``÷R whole``
 is successes ÷ seconds of the run ÷ R (the slow start included), ``÷R steady`` the same
 over the run's second half, ``429 share`` the server's 429s ÷ its requests; each is the
-lowest and highest over the seeds. Target (issue 8): steady ≥ 0.95 R for the worst seed.
+lowest and highest over the seeds; ``429s slow/1st/later`` the 429s of a run, the mean
+over the seeds, by when their requests were granted: in the slow start (the one that ends
+it and those already on their way), in the epoch after it (while the first W is
+measured), or later (probes, and the decreases they cause). Target (issue 8): steady ≥
+0.95 R for the worst seed.
 ``tests/test_ratelimit_sim.py`` asserts it for the cases that once failed.
 
 The second table runs the same client on a busy event loop (``tests/_simserver.py``'s
@@ -121,7 +125,16 @@ def run(argv: Sequence[str] = ()) -> None:
         for rate in _floats(args.rates)
         for latency in _floats(args.latencies)
     ]
-    headers = ["server", "R", "L", "÷R whole", "÷R steady", "429 share", "steady target"]
+    headers = [
+        "server",
+        "R",
+        "L",
+        "÷R whole",
+        "÷R steady",
+        "429 share",
+        "429s slow/1st/later",
+        "steady target",
+    ]
     print(table(headers, rows, left=3))
     print()
     lags = _floats(args.lags)
@@ -185,8 +198,18 @@ def _learning_row(
         _span([run.per_second / rate for run in runs], ".3f"),
         _span(steady, ".3f"),
         _span([run.share_429 for run in runs], ".1%"),
+        _by_phase(runs),
         "met" if min(steady) >= STEADY_TARGET else f"MISSED ≥{STEADY_TARGET}",
     ]
+
+
+def _by_phase(runs: Sequence[Run]) -> str:
+    """A run's 429s, the mean over ``runs``: granted in the slow start, the next epoch, later."""
+    counts = [0, 0, 0]
+    for run in runs:
+        for epoch in run.refused_epochs:
+            counts[min(epoch, 2)] += 1
+    return "/".join(f"{count / len(runs):.1f}" for count in counts)
 
 
 def _crowds(seeds: int) -> None:

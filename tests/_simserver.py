@@ -215,6 +215,9 @@ class Run(Answers):
     seconds: float
     rates: list[tuple[float, float | None]] = field(default_factory=list)  # (time, rate)
     admitted_at: list[float] = field(default_factory=list)  # from the start, each success
+    # For each 429, the learning epoch its request was granted in: 0 the slow start, 1 the
+    # epoch after it, and so on.
+    refused_epochs: list[int] = field(default_factory=list)
 
     @property
     def per_second(self) -> float:
@@ -229,14 +232,23 @@ class Run(Answers):
 
 
 async def exchange(
-    limiter: RateLimiter, clock: FakeClock, server: Server, trip: float
+    limiter: RateLimiter,
+    clock: FakeClock,
+    server: Server,
+    trip: float,
+    refused: list[int] | None = None,
 ) -> tuple[int, dict[str, str]]:
-    """One request granted, sent on a round trip of ``trip`` (answered half way), recorded."""
+    """One request granted, sent on a round trip of ``trip`` (answered half way), recorded.
+
+    A 429's grant epoch is appended to ``refused``, when given.
+    """
     grant = await limiter.acquire("POST")
     await clock.sleep(trip / 2)
     status, headers = server.admit()
     await clock.sleep(trip / 2)
     await limiter.record(grant, status, headers)
+    if status == 429 and refused is not None:
+        refused.append(grant.epoch)
     return status, headers
 
 
@@ -263,13 +275,14 @@ async def simulate(
     last = [start]
     ok0, throttled0, admitted0 = server.ok, server.throttled, len(server.admitted_at)
     rates: list[tuple[float, float | None]] = []
+    refused: list[int] = []
 
     async def worker() -> None:
         while remaining[0] > 0:
             remaining[0] -= 1
             while True:
                 status, headers = await exchange(
-                    limiter, clock, server, latency * (1 + rng.random())
+                    limiter, clock, server, latency * (1 + rng.random()), refused
                 )
                 if status != 429:
                     last[0] = clock()
@@ -291,6 +304,7 @@ async def simulate(
         seconds=last[0] - start,
         rates=rates,
         admitted_at=[at - start for at in server.admitted_at[admitted0:]],
+        refused_epochs=refused,
     )
 
 

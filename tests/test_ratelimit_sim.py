@@ -39,6 +39,19 @@ async def test_learns_an_unknown_limit(kind: str) -> None:
     assert all(rate is not None and rate >= 30 for rate in last)  # no collapse
 
 
+async def test_each_429_is_counted_by_the_epoch_its_request_was_granted_in() -> None:
+    """The run's 429s by epoch (the bench's ``429s slow/1st/later``): the slow start ends at one.
+
+    Every 429 is counted once; the first, which ends the slow start, was granted in epoch
+    0; the probes of a 10 s run at 25/s are refused in epoch 2 or later.
+    """
+    run = await learn("token-bucket", RateLimits(), rate=25, seconds=10, latency=0.002)
+    assert len(run.refused_epochs) == run.throttled > 0
+    assert run.refused_epochs[0] == 0
+    assert max(run.refused_epochs) >= 2  # decreases after the first epoch: probes
+    assert run.refused_epochs.count(0) < run.throttled
+
+
 @pytest.mark.parametrize(
     ("kind", "rate", "latency", "seed"),
     [
