@@ -290,7 +290,8 @@ def _commands(
 def test_every_command_takes_redis() -> None:
     """--redis, a connection flag, is taken by every command and named in its help.
 
-    Every command that talks to the service: all but the emulator, which is the service and has its own options.
+    Every command that talks to the service: all but the emulator, which is the service
+    and has its own options.
     """
     parse(["--version"])  # registers every command
     commands = {words: command for words, command in _commands(root) if words != ("sandbox",)}
