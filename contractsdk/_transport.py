@@ -167,6 +167,11 @@ def headers_sender(transport: AsyncTransport) -> HeadersSender | None:
     return None
 
 
+#: What a timeout past the connection is raised as. Before 3.11, ``asyncio.TimeoutError``
+#: (what aiohttp raises for the request's total timeout) is not the built-in one.
+_READ_TIMEOUTS = (aiohttp.ServerTimeoutError, TimeoutError, asyncio.TimeoutError)
+
+
 def _translate(exc: aiohttp.ClientError | asyncio.TimeoutError, request: Request) -> TransportError:
     """Return the SDK's error for an aiohttp failure (the most specific class first)."""
     where = {"method": request.method, "url": request.path}  # as APIError: the path only
@@ -174,7 +179,7 @@ def _translate(exc: aiohttp.ClientError | asyncio.TimeoutError, request: Request
         return ConnectTimeoutError("timed out connecting to the service", **where)
     if isinstance(exc, aiohttp.ClientConnectorError):
         return ConnectError(f"could not connect to the service: {exc.os_error}", **where)
-    if isinstance(exc, aiohttp.SocketTimeoutError | aiohttp.ServerTimeoutError | TimeoutError):
+    if isinstance(exc, _READ_TIMEOUTS):
         return ReadTimeoutError("timed out waiting for the service's answer", **where)
     if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
         return ReadError(f"the connection broke: {type(exc).__name__}", **where)

@@ -25,6 +25,7 @@ from tests._bulkkit import (
     client_for,
     collect,
     job_for,
+    journal_counts,
     posted_names,
     rows,
 )
@@ -133,7 +134,7 @@ async def test_stop_drains_in_flight_requests_and_sends_no_more(tmp_path: Path) 
     assert job.summary is not None and job.summary.stopped
     assert job.summary.created == 4
     assert job.summary.created + job.summary.pending == len(outcomes) <= 50
-    counts = Journal.connect(path, readonly=True).counts()
+    counts = journal_counts(path)
     assert counts["created"] == 4 and counts["sending"] == 0
 
 
@@ -160,10 +161,10 @@ async def test_cancelling_the_consumer_records_requests_in_flight(tmp_path: Path
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(task, JOB_LIMIT)
     assert len(service.posts) == 3
-    journal = Journal.connect(path, readonly=True)
-    assert journal.counts()["created"] == 3
-    assert journal.counts()["sending"] == 0
-    assert journal.runs()[-1]["outcome"] == "cancelled"
+    with contextlib.closing(Journal.connect(path, readonly=True)) as journal:
+        assert journal.counts()["created"] == 3
+        assert journal.counts()["sending"] == 0
+        assert journal.runs()[-1]["outcome"] == "cancelled"
 
 
 async def test_breaking_out_early_stops_the_job(tmp_path: Path) -> None:
@@ -175,9 +176,9 @@ async def test_breaking_out_early_stops_the_job(tmp_path: Path) -> None:
         async with contextlib.aclosing(outcomes):  # type: ignore[type-var]  # an async generator
             async for _outcome in outcomes:
                 break
-    journal = Journal.connect(tmp_path / "j.db", readonly=True)
-    assert journal.counts()["created"] == len(service.contracts) < 300
-    assert journal.counts()["sending"] == 0
+    counts = journal_counts(tmp_path / "j.db")
+    assert counts["created"] == len(service.contracts) < 300
+    assert counts["sending"] == 0
 
 
 async def test_bad_credentials_stop_the_job() -> None:
@@ -302,11 +303,11 @@ async def test_an_unexpected_error_stops_the_job_and_is_raised(tmp_path: Path) -
         with pytest.raises(RuntimeError, match="boom"):
             await collect(job)
     assert len(service.posts) <= 2 + 2  # the first failures, and requests already started
-    journal = Journal.connect(path, readonly=True)
-    failed = journal.records(("failed",))
-    assert failed and all(r.error == "RuntimeError: boom" for r in failed)
-    assert journal.counts()["sending"] == 0
-    assert journal.runs()[-1]["outcome"] == "error: boom"
+    with contextlib.closing(Journal.connect(path, readonly=True)) as journal:
+        failed = journal.records(("failed",))
+        assert failed and all(r.error == "RuntimeError: boom" for r in failed)
+        assert journal.counts()["sending"] == 0
+        assert journal.runs()[-1]["outcome"] == "error: boom"
 
 
 async def test_plan_then_run_a_file_but_not_an_iterator(tmp_path: Path) -> None:

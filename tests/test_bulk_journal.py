@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import sqlite3
 from functools import partial
 from pathlib import Path
@@ -85,6 +87,33 @@ def test_a_file_that_is_not_a_journal_is_refused(tmp_path: Path) -> None:
     sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
     with pytest.raises(JournalError, match=r"no journal|not a bulk journal"):
         Journal.connect(other, readonly=True)
+
+
+def _open_files(path: Path) -> int:
+    """How many of this process's file descriptors are open on ``path`` (Linux's /proc)."""
+    fds = Path("/proc/self/fd")
+    found = 0
+    for fd in fds.iterdir():
+        with contextlib.suppress(OSError):  # closed while listed (the listing's own)
+            found += os.readlink(fd) == str(path)
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs Linux's /proc")
+def test_a_refused_file_is_not_left_open(tmp_path: Path) -> None:
+    """Refusing a file closes the connection it opened, not the garbage collector later."""
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not a database at all" * 100)
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
+    with pytest.raises(JournalError) as refused:
+        Journal.connect(junk)
+    with pytest.raises(JournalError) as refused_readonly:
+        Journal.connect(other, readonly=True)
+    # The errors' tracebacks, which hold the frames, are still alive here (read below).
+    assert _open_files(junk) == 0
+    assert _open_files(other) == 0
+    assert "junk.db" in str(refused.value) and "other.db" in str(refused_readonly.value)
 
 
 def test_a_missing_directory_is_refused(tmp_path: Path) -> None:

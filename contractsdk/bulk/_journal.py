@@ -108,6 +108,10 @@ class Journal:
             else:
                 check_journal_path(target)
                 db = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
+        except sqlite3.DatabaseError as exc:
+            raise JournalError(f"{target} is not a usable bulk journal: {exc}") from None
+        try:
+            if not readonly:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=FULL")
             db.execute("PRAGMA busy_timeout=5000")
@@ -116,8 +120,11 @@ class Journal:
                 db.executescript(SCHEMA)
             journal.header()  # proves the file is a journal
             db.execute(UNCLAIMED)
-        except sqlite3.DatabaseError as exc:
-            raise JournalError(f"{target} is not a usable bulk journal: {exc}") from None
+        except BaseException as exc:
+            db.close()  # not left for the garbage collector (Python 3.13 warns of it)
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise JournalError(f"{target} is not a usable bulk journal: {exc}") from None
+            raise
         return journal
 
     def close(self) -> None:

@@ -11,6 +11,8 @@ from contractsdk._http import Headers, Request, Response
 
 __all__ = ["Handler", "MockTransport", "json_response"]
 
+#: What answers a :class:`MockTransport`'s requests: a function, or a coroutine function,
+#: given each :class:`~contractsdk.Request` and returning its :class:`~contractsdk.Response`.
 Handler = Callable[[Request], Response | Awaitable[Response]]
 
 
