@@ -124,6 +124,8 @@ class Journal:
             db.close()  # not left for the garbage collector (Python 3.13 warns of it)
             if isinstance(exc, sqlite3.DatabaseError):
                 raise JournalError(f"{target} is not a usable bulk journal: {exc}") from None
+            if isinstance(exc, JournalError) and str(target) not in str(exc):
+                raise JournalError(f"{target}: {exc}") from None  # which file it was
             raise
         return journal
 
