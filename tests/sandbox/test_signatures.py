@@ -24,9 +24,9 @@ async def test_signature_upload_checks(api: Api, server: SandboxServer) -> None:
     (await _sign(api, tenant_id, b"GIF89a\x01\x00\x01\x00")).spring(415)
     (await _sign(api, tenant_id, b"")).spring(400)
     (await _sign(api, tenant_id, PNG + b"\x00" * MAX_SIGNATURE_BYTES)).spring(413)
-    text_only = aiohttp.FormData(default_to_multipart=True)
-    text_only.add_field("comment", "no file here")
-    text_only.add_field("other", "still none")
+    text_only = aiohttp.MultipartWriter("form-data")
+    for name, value in (("comment", "no file here"), ("other", "still none")):
+        text_only.append(value).set_content_disposition("form-data", name=name)
     (await api.call("PATCH", path, data=text_only)).spring(400)
     bare = b"--b\r\nContent-Disposition: form-data\r\n\r\nx\r\n--b--\r\n"
     headers = {"Content-Type": "multipart/form-data"}
