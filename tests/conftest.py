@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     from tests._fakeservice import FakeService
     from tests._redisserver import RedisServer
 
+#: ``CONTRACTSDK_TEST_LOOP=uvloop`` runs the tests' event loops on uvloop (CI does, once),
+#: as services behind uvicorn do; the fake clock's tests skip there (see tests/_fakeclock.py).
+LOOP_VARIABLE = "CONTRACTSDK_TEST_LOOP"
+
 #: An obviously fake key; tests look for it in logs and reprs.
 API_KEY = "test-key-0123456789abcdef"
 
@@ -85,6 +89,12 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     if os.environ.get("PYTEST_XDIST_WORKER") is None and config.getoption("numprocesses", None):
         return  # xdist's controller
+    if os.environ.get(LOOP_VARIABLE) == "uvloop":
+        import asyncio
+        import importlib
+
+        uvloop = importlib.import_module("uvloop")  # installed by CI for that run alone
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     from contractsdk.testing import _plugin
 
     if not config.pluginmanager.is_registered(_plugin):

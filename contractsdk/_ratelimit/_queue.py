@@ -91,6 +91,7 @@ class _Queue:
         self._queue: deque[_Waiter] = deque()
         self._deadlines = 0  # waiters in the queue with a deadline
         self._wake: asyncio.Future[None] | None = None
+        self._kicked = False  # the head's last nap ended by _kick, not by its timer
         # The head was woken by a faster rate, and nothing since invalidated its slot.
         self._risen = False
         # What this process measured in the current epoch (for the admitted share).
@@ -317,10 +318,15 @@ class _Queue:
                         rate = new_rate
                         if now >= due - _EPSILON:
                             return slot
-                    await self._nap(due - now)
+                    kicked = await self._nap(due - now)
                     now = limiter._clock()
                     if now >= due - _EPSILON:
                         return slot
+                    if not kicked:
+                        # The timer fired early: uvloop's timers count whole milliseconds
+                        # and wake up to one early. Sleep on: given back, a shared slot is
+                        # lost (two uvloop clients of one key ran at half the rate).
+                        continue
                     if not (self._risen and shared):
                         break
             except BaseException:
@@ -328,12 +334,13 @@ class _Queue:
                 raise
             await _quietly(store.release(self.name, slot))
 
-    async def _nap(self, seconds: float) -> None:
-        """Sleep as the head for ``seconds``, or until :meth:`_kick` wakes it earlier."""
+    async def _nap(self, seconds: float) -> bool:
+        """Sleep as the head for ``seconds``; True if :meth:`_kick` woke it earlier."""
         wake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         sleeper = asyncio.ensure_future(self._limiter._sleep(seconds))
         sleeper.add_done_callback(lambda _: _resolve(wake))
         self._wake = wake
+        self._kicked = False
         try:
             await wake
         finally:
@@ -343,10 +350,12 @@ class _Queue:
                     sleeper.result()  # an error of the injected sleep surfaces here
             else:
                 sleeper.cancel()
+        return self._kicked
 
     def _kick(self) -> None:
         """Make the sleeping head look again now."""
         if self._wake is not None:
+            self._kicked = True
             _resolve(self._wake)
 
     def _invalidate(self) -> None:
