@@ -59,7 +59,7 @@ from contractsdk.validation import TermSet, TermValues
 __all__ = ["ContractClient"]
 
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
+    from redis.asyncio import Redis, RedisCluster
 
 T = TypeVar("T")
 
@@ -110,7 +110,8 @@ class ContractClient(Sender):
             :class:`contractsdk.testing.MockTransport`).
         redis: Share the rate limits (buckets, pauses, learnt rates) and the OAuth token
             with every process and host that uses the same environment and credential,
-            through this Redis: a ``redis://`` URL, or a ``redis.asyncio.Redis`` you own.
+            through this Redis: a ``redis://`` URL, or a ``redis.asyncio.Redis`` (or
+            ``RedisCluster``) you own.
             By default ``CONTRACTSDK_REDIS_URL``, if set; ``None`` shares nothing. Needs
             ``pip install 'contractsdk[redis]'``. When Redis is away each process works
             alone at its share of the rate, and rejoins when it is back.
@@ -139,7 +140,7 @@ class ContractClient(Sender):
         limiter_timeout: float | None = None,
         event_hooks: Mapping[str, Sequence[EventHook]] | None = None,
         transport: AsyncTransport | None = None,
-        redis: str | Redis | NotGiven | None = NOT_GIVEN,
+        redis: str | Redis | RedisCluster | NotGiven | None = NOT_GIVEN,
         user_agent: str | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,

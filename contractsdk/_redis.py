@@ -13,9 +13,10 @@ Invariants:
 * One warning per outage: the first failure logs a warning and marks Redis down; calls made
   while it is down fail at once (no timeout paid per request) until ``rejoin_after``
   seconds have passed, when one call tries again; a success marks it up and logs that.
-* Keys live under ``contractsdk:{namespace}:``, where the namespace is a hash of the
-  environment's base URL and the credential's identity: the API key's own hash, or the
-  OAuth client id. No secret is ever part of a key, and every key expires.
+* Keys live under ``contractsdk:{<hash>}:``, where the hash is of the environment's base
+  URL and the credential's identity: the API key's own hash, or the OAuth client id. No
+  secret is ever part of a key, and every key expires. The braces are a Redis Cluster hash
+  tag: a script's keys must lie in one slot.
 * The OAuth token is stored sealed (:func:`seal`): encrypted and authenticated with a key
   derived from the client secret, so a reader of Redis learns nothing, and a writer to it
   cannot make a client send a token of its choosing.
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 from ._exceptions import ConfigurationError
 
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
+    from redis.asyncio import Redis, RedisCluster
 
 __all__ = [
     "RedisUnavailableError",
@@ -76,7 +77,9 @@ def namespace(base_url: str, identity: str) -> str:
             or an OAuth client id).
     """
     digest = hashlib.sha256(f"{base_url}\0{identity}".encode()).hexdigest()[:24]
-    return f"contractsdk:{digest}:"
+    # The braces are a hash tag: in a Redis Cluster every key of the namespace lands in one
+    # slot, as a script's keys must (elsewhere they are two characters of the name).
+    return f"contractsdk:{{{digest}}}:"
 
 
 class SharedRedis:
@@ -84,7 +87,8 @@ class SharedRedis:
 
     Args:
         redis: A ``redis://`` (or ``rediss://``, ``unix://``) URL, or a
-            ``redis.asyncio.Redis`` the caller owns (it is then not closed here).
+            ``redis.asyncio.Redis`` or ``RedisCluster`` the caller owns (it is then not
+            closed here).
         prefix: The key prefix (:func:`namespace`).
         timeout: Seconds each call may take.
         clock: Monotonic seconds (injected for tests).
@@ -95,7 +99,7 @@ class SharedRedis:
 
     def __init__(
         self,
-        redis: str | Redis,
+        redis: str | Redis | RedisCluster,
         *,
         prefix: str,
         timeout: float = DEFAULT_TIMEOUT,
@@ -120,7 +124,7 @@ class SharedRedis:
                     "redis must be a redis://, rediss:// or unix:// URL, or a redis.asyncio.Redis"
                 )
             try:
-                self.client: Redis = aioredis.Redis.from_url(
+                self.client: Redis | RedisCluster = aioredis.Redis.from_url(
                     redis,
                     socket_timeout=timeout,
                     socket_connect_timeout=timeout,
@@ -134,11 +138,13 @@ class SharedRedis:
                 # password (one with a "/" or "#" reads as the port): say where to look.
                 raise ConfigurationError(_UNREADABLE_URL) from None
             self._owned = True
-        elif isinstance(redis, aioredis.Redis):
+        elif isinstance(redis, aioredis.Redis | aioredis.RedisCluster):
             self.client = redis
             self._owned = False
         else:
-            raise ConfigurationError("redis must be a URL or a redis.asyncio.Redis")
+            raise ConfigurationError(
+                "redis must be a URL, a redis.asyncio.Redis or a redis.asyncio.RedisCluster"
+            )
         self._scripts: dict[str, Any] = {}
 
     def __repr__(self) -> str:

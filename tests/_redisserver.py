@@ -53,10 +53,16 @@ def _free_port() -> int:
 
 
 class RedisServer:
-    """One redis-server process; ``url`` stays the same across kill() and start()."""
+    """One redis-server process; ``url`` stays the same across kill() and start().
 
-    def __init__(self) -> None:
+    ``cluster``: a node of a Redis Cluster (see :class:`RedisClusterNodes`).
+    """
+
+    def __init__(self, *, cluster: bool = False) -> None:
         self.binary = redis_server_binary()
+        self.cluster = cluster
+        # The cluster bus's port is the port + 10,000 unless named (past 65,535: no start).
+        self.bus_port = _free_port()
         self.port = _free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self._dir = tempfile.TemporaryDirectory(prefix="contractsdk-redis-")
@@ -79,6 +85,11 @@ class RedisServer:
                 self._dir.name,
                 "--loglevel",
                 "warning",
+                *(
+                    ["--cluster-enabled", "yes", "--cluster-port", str(self.bus_port)]
+                    if self.cluster
+                    else []
+                ),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -129,3 +140,53 @@ class RedisServer:
     def directory(self) -> Path:
         """The server's working directory."""
         return Path(self._dir.name)
+
+
+class RedisClusterNodes:
+    """A Redis Cluster on 127.0.0.1: three redis-server nodes, no replicas.
+
+    Each is master of a third of the 16,384 hash slots, joined by CLUSTER ADDSLOTSRANGE
+    and MEET (no redis-cli needed).
+    """
+
+    def __init__(self, nodes: int = 3) -> None:
+        self.servers = [RedisServer(cluster=True) for _ in range(nodes)]
+
+    def start(self) -> None:
+        """Start the nodes, give each its slots, introduce them, and wait for the cluster."""
+        import redis
+
+        for server in self.servers:
+            server.start()
+        clients = [redis.Redis(host="127.0.0.1", port=server.port) for server in self.servers]
+        try:
+            share = 16384 // len(clients)
+            for index, client in enumerate(clients):
+                last = 16383 if index == len(clients) - 1 else (index + 1) * share - 1
+                client.cluster("ADDSLOTSRANGE", index * share, last)
+            for client in clients[1:]:
+                first = self.servers[0]
+                client.cluster("MEET", "127.0.0.1", first.port, first.bus_port)
+            deadline = time.monotonic() + START_TIMEOUT
+            while not all(client.cluster("INFO")["cluster_state"] == "ok" for client in clients):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the Redis Cluster did not form in time")
+                time.sleep(0.05)
+        finally:
+            for client in clients:
+                client.close()
+
+    def stop(self) -> None:
+        """Stop every node."""
+        for server in self.servers:
+            server.stop()
+
+    def flush(self) -> None:
+        """Forget every key on every node (between tests)."""
+        for server in self.servers:
+            server.flush()
+
+    @property
+    def port(self) -> int:
+        """The first node's port: a cluster client finds the others from it."""
+        return self.servers[0].port

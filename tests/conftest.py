@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from contractsdk import ContractClient
     from contractsdk.testing import MockTransport
     from tests._fakeservice import FakeService
-    from tests._redisserver import RedisServer
+    from tests._redisserver import RedisClusterNodes, RedisServer
 
 #: ``CONTRACTSDK_TEST_LOOP=uvloop`` runs the tests' event loops on uvloop (CI does, once),
 #: as services behind uvicorn do; the fake clock's tests skip there (see tests/_fakeclock.py).
@@ -67,6 +67,25 @@ def _redis_process() -> Iterator[RedisServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def _redis_cluster_nodes() -> Iterator[RedisClusterNodes]:
+    from tests._redisserver import RedisClusterNodes
+
+    cluster = RedisClusterNodes()
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def redis_cluster(_redis_cluster_nodes: RedisClusterNodes) -> RedisClusterNodes:
+    """A Redis Cluster of three real redis-server nodes on 127.0.0.1, empty at each test."""
+    _redis_cluster_nodes.flush()
+    return _redis_cluster_nodes
 
 
 @pytest.fixture

@@ -18,12 +18,14 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
 import redis.asyncio as aioredis
+from redis.crc import key_slot
 
 from contractsdk import (
     ClientCredentials,
@@ -37,11 +39,12 @@ from contractsdk._auth import TokenAuth
 from contractsdk._config import Environment
 from contractsdk._ratelimit import Grant, RateLimiter, Slot
 from contractsdk._ratelimit._control import Control
+from contractsdk._ratelimit._limits import BucketName
 from contractsdk._ratelimit._redis import TTL, RedisStore
-from contractsdk._redis import SharedRedis
+from contractsdk._redis import SharedRedis, namespace
 from contractsdk.sandbox import SandboxServer
 from contractsdk.testing import json_response
-from tests._redisserver import RedisServer, key_name
+from tests._redisserver import RedisClusterNodes, RedisServer, key_name
 
 ROOT = Path(__file__).resolve().parent.parent
 PREFIX = "contractsdk:test:"
@@ -541,6 +544,65 @@ async def test_a_caller_owned_redis_is_used_and_not_closed(redis_server: RedisSe
             SandboxServer(seed=0) as server,
             ContractClient(api_key=server.api_key, base_url=server.url, redis=owned) as client,
         ):
+            await client.users.get(server.users[0].id)
+            assert client.rate_limits is not None and client.rate_limits.read.shared
+        assert await owned.ping()
+    finally:
+        await owned.aclose()
+
+
+def test_every_key_of_a_namespace_lies_in_one_cluster_slot() -> None:
+    """A Redis Cluster runs a script only on keys of one hash slot: the prefix's hash tag."""
+    prefix = namespace("https://api.example", "key-id")
+    shared = SharedRedis("redis://127.0.0.1:9/0", prefix=prefix)
+    names = [shared.key(*parts) for parts in (("write",), ("read",), ("live",), ("token",))]
+    names.append(shared.key("token", "lock"))
+    assert len({key_slot(name.encode()) for name in names}) == 1, names
+    other = SharedRedis("redis://127.0.0.1:9/0", prefix=namespace("https://api.example", "b"))
+    assert other.key("write") != shared.key("write")
+
+
+def _cluster_store(shared: SharedRedis, initial: dict[BucketName, Control]) -> RedisStore:
+    return RedisStore(shared, initial)
+
+
+async def test_a_redis_cluster_shares_one_schedule(redis_cluster: RedisClusterNodes) -> None:
+    """Clients sharing through a RedisCluster client stay shared and within one rate.
+
+    Before the hash tag every script failed (CROSSSLOT) and each client fell back to its
+    own limiter; before that, a RedisCluster was refused outright.
+    """
+    clusters = [aioredis.RedisCluster(host="127.0.0.1", port=redis_cluster.port) for _ in "ab"]
+    prefix = namespace("https://api.example", "key-id")
+    limits = RateLimits(write=200, burst=1)
+    limiters = [
+        RateLimiter(limits, store=partial(_cluster_store, SharedRedis(c, prefix=prefix)))
+        for c in clusters
+    ]
+    try:
+        start = time.monotonic()
+        first, second = await asyncio.gather(*(grant_times(limiter, 10) for limiter in limiters))
+        assert all(limiter.state.write.shared for limiter in limiters)  # never fell back
+        # 20 grants at 198/s with no burst between them: at least 19 intervals together.
+        assert max(first + second) - start >= 19 / 200 * 0.95
+    finally:
+        for limiter in limiters:
+            await limiter.aclose()
+        for cluster in clusters:
+            await cluster.aclose()
+
+
+async def test_a_client_takes_a_redis_cluster_it_does_not_own(
+    redis_cluster: RedisClusterNodes,
+) -> None:
+    """redis= may be a redis.asyncio.RedisCluster the caller owns: used, and left open."""
+    owned = aioredis.RedisCluster(host="127.0.0.1", port=redis_cluster.port)
+    try:
+        async with (
+            SandboxServer(seed=0) as server,
+            ContractClient(api_key=server.api_key, base_url=server.url, redis=owned) as client,
+        ):
+            await client.users.get(server.users[0].id)
             await client.users.get(server.users[0].id)
             assert client.rate_limits is not None and client.rate_limits.read.shared
         assert await owned.ping()
