@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
 import aiohttp
 
@@ -21,11 +21,24 @@ from ._exceptions import (
     ConnectTimeoutError,
     ReadError,
     ReadTimeoutError,
+    ResponseValidationError,
     TransportError,
 )
 from ._http import Headers, Request, Response
 
-__all__ = ["AiohttpTransport", "AsyncTransport", "HeadersSender", "headers_sender"]
+__all__ = [
+    "MAX_RESPONSE_BYTES",
+    "AiohttpTransport",
+    "AsyncTransport",
+    "HeadersSender",
+    "headers_sender",
+]
+
+#: The most bytes of one answer read into memory, decompressed: past it a server's endless
+#: body, or a gzip bomb (a megabyte that inflates to a gigabyte), cannot take the
+#: process's memory. Far above any answer of the service (a signed PDF, a team's
+#: contracts); ``AiohttpTransport(max_response_bytes=...)`` moves it.
+MAX_RESPONSE_BYTES: Final = 128 * 1024 * 1024
 
 
 @runtime_checkable
@@ -57,6 +70,10 @@ class AiohttpTransport:
         max_connections: The pool's connection limit.
         session: A session to use instead of making one; the caller then owns (and closes) it.
         trust_env: Take proxies (and their ``~/.netrc`` credentials) from the environment.
+        max_response_bytes: The most bytes of an answer read, decompressed (None: no
+            limit). A success past it raises :class:`ResponseValidationError` (for a
+            create, the contract may exist: the bulk job reconciles such rows); an error
+            answer past it keeps its first ``max_response_bytes`` and its meaning.
     """
 
     def __init__(
@@ -66,7 +83,11 @@ class AiohttpTransport:
         max_connections: int = 100,
         session: aiohttp.ClientSession | None = None,
         trust_env: bool = False,
+        max_response_bytes: int | None = MAX_RESPONSE_BYTES,
     ) -> None:
+        if max_response_bytes is not None and max_response_bytes < 1:
+            raise ConfigurationError("max_response_bytes must be a positive number, or None")
+        self._max_response_bytes = max_response_bytes
         self._connect_timeout = connect_timeout
         self._trust_env = trust_env
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -130,7 +151,16 @@ class AiohttpTransport:
                 timeout=timeout,
                 allow_redirects=False,
             ) as raw:
-                content = await raw.read()
+                limit = self._max_response_bytes
+                length = raw.content_length
+                if limit is None or (
+                    length is not None
+                    and length <= limit
+                    and "Content-Encoding" not in raw.headers  # else the length is compressed
+                ):
+                    content = await raw.read()
+                else:
+                    content = await _read_at_most(raw, limit, request)
                 return Response._make(raw.status, _lazy_headers(raw.headers), content, request)
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             raise _translate(exc, request) from exc
@@ -146,6 +176,37 @@ class AiohttpTransport:
         """Close the session if this transport made it."""
         if self._session is not None and self._owns_session and not self._session.closed:
             await self._session.close()
+
+
+async def _read_at_most(raw: aiohttp.ClientResponse, limit: int, request: Request) -> bytes:
+    """Read the body, or stop past ``limit`` bytes (the connection is then closed, not reused).
+
+    Raises:
+        ResponseValidationError: A success's body is longer than ``limit``.
+    """
+    chunks: list[bytes] = []
+    size = 0
+    if raw.content_length is None or raw.content_length <= limit or raw.status >= 300:
+        async for chunk in raw.content.iter_any():  # as decompressed, a chunk at a time
+            size += len(chunk)
+            chunks.append(chunk)
+            if size > limit:
+                break
+    else:
+        size = raw.content_length
+    if size <= limit:
+        return b"".join(chunks)
+    if raw.status >= 300:  # an error keeps its meaning: its status, and a body cut short
+        raw.close()
+        return b"".join(chunks)[:limit]
+    raw.close()
+    raise ResponseValidationError(
+        f"the service's answer is larger than max_response_bytes ({limit:,} bytes); "
+        "AiohttpTransport(max_response_bytes=...) takes a larger limit",
+        errors=[f"$: more than {limit:,} bytes"],
+        method=request.method,
+        url=request.path,
+    )
 
 
 #: Sends a request with the given headers in place of its own; the response answers it.
