@@ -13,6 +13,7 @@ import pytest
 from contractsdk import ConfigurationError, RateLimiterTimeoutError
 from contractsdk._ratelimit import (
     PACING,
+    RateLimiter,
     RateLimiterState,
     RateLimits,
     bucket_name,
@@ -168,6 +169,28 @@ async def test_steady_rate() -> None:
     gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
     assert gaps == pytest.approx([1 / (50 * PACING)] * 100)
     assert (times[-1] - times[0]) == pytest.approx(100 / (50 * PACING))
+
+
+async def test_a_timer_that_fires_early_neither_grants_early_nor_spins() -> None:
+    """A head woken up to a millisecond early (uvloop's timers) waits for its slot.
+
+    It sleeps on for the rest (and a millisecond more): no grant before its slot,
+    and two naps a grant at most, not one per pass of the event loop until the slot.
+    """
+    clock = FakeClock()
+    naps: list[float] = []
+
+    async def early(seconds: float) -> None:  # as uvloop's: up to a millisecond early
+        naps.append(seconds)
+        await clock.sleep(max(0.0, seconds - 0.001))
+
+    limiter = RateLimiter(
+        RateLimits(write=200, burst=1), clock=clock, wall_clock=clock.wall, sleep=early
+    )
+    times = await grant_times(clock, limiter, 21)
+    interval = 1 / (200 * PACING)
+    assert all(later - earlier >= interval - 1e-9 for earlier, later in itertools.pairwise(times))
+    assert len(naps) <= 2 * 20, naps
 
 
 async def test_arrival_order_is_served_first() -> None:
