@@ -10,8 +10,9 @@ own classes nest (``ConnectionTimeoutError`` is a ``ServerTimeoutError``,
 from __future__ import annotations
 
 import asyncio
+import zlib
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Final, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 import aiohttp
 
@@ -104,7 +105,11 @@ class AiohttpTransport:
                 timeout=aiohttp.ClientTimeout(total=None),
                 # Our Headers already hold what we send; no cookies: the API is stateless.
                 cookie_jar=aiohttp.DummyCookieJar(),
-                auto_decompress=True,
+                # Decompressed here, a chunk at a time up to max_response_bytes: before
+                # 3.14, aiohttp inflated all it had read at once (a 250 KB gzip bomb read
+                # in one go became 200 MiB before the limit could stop it).
+                auto_decompress=False,
+                headers={"Accept-Encoding": "gzip, deflate"},
                 raise_for_status=False,
                 trust_env=self._trust_env,
             )
@@ -153,14 +158,13 @@ class AiohttpTransport:
             ) as raw:
                 limit = self._max_response_bytes
                 length = raw.content_length
-                if limit is None or (
-                    length is not None
-                    and length <= limit
-                    and "Content-Encoding" not in raw.headers  # else the length is compressed
-                ):
+                encoded = "Content-Encoding" in raw.headers  # Content-Length is compressed
+                if encoded and not session.auto_decompress:
+                    content = await _read_at_most(raw, limit, request, decode=True)
+                elif limit is None or (length is not None and length <= limit and not encoded):
                     content = await raw.read()
-                else:
-                    content = await _read_at_most(raw, limit, request)
+                else:  # a caller's session inflates for itself: counted as it comes
+                    content = await _read_at_most(raw, limit, request, decode=False)
                 return Response._make(raw.status, _lazy_headers(raw.headers), content, request)
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             raise _translate(exc, request) from exc
@@ -178,27 +182,71 @@ class AiohttpTransport:
             await self._session.close()
 
 
-async def _read_at_most(raw: aiohttp.ClientResponse, limit: int, request: Request) -> bytes:
-    """Read the body, or stop past ``limit`` bytes (the connection is then closed, not reused).
+def _decoder(encoding: str, first: bytes) -> Any:
+    """A zlib decompressor for a ``Content-Encoding``, or None to keep the bytes as they are.
+
+    ``first``: the body's first bytes. "deflate" is zlib-wrapped as HTTP says, or raw
+    deflate as some servers send it (aiohttp reads both too).
+    """
+    encoding = encoding.strip().lower()
+    if encoding in ("gzip", "x-gzip"):
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    if encoding == "deflate":
+        wrapped = len(first) >= 2 and first[0] & 0x0F == 8 and (first[0] << 8 | first[1]) % 31 == 0
+        return zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
+    return None  # identity, or an encoding not asked for: the body as it came
+
+
+async def _read_at_most(
+    raw: aiohttp.ClientResponse, limit: int | None, request: Request, *, decode: bool
+) -> bytes:
+    """Read the body (inflating it if ``decode``), or stop past ``limit`` bytes of it.
+
+    The connection is then closed, not reused.
 
     Raises:
         ResponseValidationError: A success's body is longer than ``limit``.
+        ReadError: A compressed body that does not inflate.
     """
+    most = (1 << 62) if limit is None else limit
+    encoding = raw.headers.get("Content-Encoding", "") if decode else ""
+    decoder = None
     chunks: list[bytes] = []
     size = 0
-    if raw.content_length is None or raw.content_length <= limit or raw.status >= 300:
-        async for chunk in raw.content.iter_any():  # as decompressed, a chunk at a time
-            size += len(chunk)
-            chunks.append(chunk)
-            if size > limit:
-                break
+    length = raw.content_length
+    if decode or length is None or length <= most or raw.status >= 300:
+        try:
+            async for data in raw.content.iter_any():
+                if encoding and decoder is None:
+                    decoder, encoding = _decoder(encoding, data), ""
+                while data and size <= most:
+                    if decoder is None:
+                        piece, data = data, b""
+                    else:  # at most what the limit has left (and one byte), however dense
+                        piece = decoder.decompress(data, most - size + 1)
+                        data = decoder.unconsumed_tail
+                    size += len(piece)
+                    chunks.append(piece)
+                if size > most:
+                    break
+            if decoder is not None and size <= most:
+                piece = decoder.flush()
+                size += len(piece)
+                chunks.append(piece)
+        except zlib.error:
+            raw.close()
+            raise ReadError(
+                "the answer's compressed body does not inflate",
+                method=request.method,
+                url=request.path,
+            ) from None
     else:
-        size = raw.content_length
-    if size <= limit:
+        size = length
+    if size <= most:
         return b"".join(chunks)
     if raw.status >= 300:  # an error keeps its meaning: its status, and a body cut short
         raw.close()
-        return b"".join(chunks)[:limit]
+        return b"".join(chunks)[:most]
     raw.close()
     raise ResponseValidationError(
         f"the service's answer is larger than max_response_bytes ({limit:,} bytes); "

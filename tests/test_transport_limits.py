@@ -11,6 +11,7 @@ import tracemalloc
 import zlib
 from collections.abc import AsyncIterator
 
+import aiohttp
 import pytest
 from aiohttp import web
 
@@ -18,6 +19,7 @@ from contractsdk import (
     AiohttpTransport,
     ConfigurationError,
     ContractClient,
+    ReadError,
     Request,
     ResponseValidationError,
     ServerError,
@@ -28,12 +30,30 @@ LIMIT = 1 << 20  # 1 MiB, for these tests
 MEBIBYTE = b"0" * (1 << 20)
 
 
+def _packed(body: bytes, wbits: int) -> bytes:
+    packer = zlib.compressobj(9, zlib.DEFLATED, wbits)
+    return packer.compress(body) + packer.flush()
+
+
 class Answers:
     """A loopback aiohttp server whose routes answer with more than the limit."""
 
     async def sized(self, request: web.Request) -> web.Response:
         status = int(request.query.get("status", "200"))
         return web.Response(status=status, body=b"x" * int(request.query["bytes"]))
+
+    async def encoded(self, request: web.Request) -> web.Response:
+        """The text "hello, " × 1000 in the ``encoding`` asked for (``corrupt``: not so)."""
+        body = b"hello, " * 1000
+        packed = {
+            "gzip": lambda: _packed(body, 31),
+            "deflate": lambda: _packed(body, 15),  # zlib-wrapped, as HTTP says
+            "raw": lambda: _packed(body, -15),  # raw deflate, as some servers send it
+            "corrupt": lambda: b"\x1f\x8b" + b"not gzip at all" * 10,
+        }[request.query["as"]]()
+        encoding = {"raw": "deflate", "corrupt": "gzip"}.get(request.query["as"])
+        headers = {"Content-Encoding": encoding or request.query["as"]}
+        return web.Response(body=packed, headers=headers)
 
     async def stream(self, request: web.Request) -> web.StreamResponse:
         """``mib`` mebibytes, chunked (no Content-Length), gzip-compressed if asked."""
@@ -59,6 +79,7 @@ async def answers() -> AsyncIterator[tuple[Answers, str]]:
     app = web.Application()
     app.router.add_get("/v1/sized", routes.sized)
     app.router.add_get("/v1/stream", routes.stream)
+    app.router.add_get("/v1/encoded", routes.encoded)
     runner = web.AppRunner(app, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -129,6 +150,38 @@ async def test_no_limit_reads_everything(answers: tuple[Answers, str]) -> None:
     """``max_response_bytes=None`` reads whatever comes."""
     _, base = answers
     assert len(await _get(f"{base}/stream?mib=3&gzip", limit=None)) == 3 * len(MEBIBYTE)
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "raw"])
+async def test_each_content_encoding_is_inflated(
+    answers: tuple[Answers, str], encoding: str
+) -> None:
+    """gzip, deflate as HTTP says (zlib-wrapped) and raw deflate all read as the text."""
+    _, base = answers
+    assert await _get(f"{base}/encoded?as={encoding}") == b"hello, " * 1000
+
+
+async def test_a_body_that_does_not_inflate_is_a_read_error(
+    answers: tuple[Answers, str],
+) -> None:
+    """A corrupt gzip body is a broken answer (ReadError), not bytes handed on."""
+    _, base = answers
+    with pytest.raises(ReadError, match="does not inflate"):
+        await _get(f"{base}/encoded?as=corrupt")
+
+
+async def test_a_callers_session_that_inflates_is_limited_too(
+    answers: tuple[Answers, str],
+) -> None:
+    """A session of the caller's inflates for itself: what it gives is counted all the same."""
+    _, base = answers
+    async with aiohttp.ClientSession(auto_decompress=True) as session:
+        transport = AiohttpTransport(session=session, max_response_bytes=LIMIT)
+        request = Request(method="GET", url=f"{base}/stream?mib=3&gzip")
+        with pytest.raises(ResponseValidationError, match="max_response_bytes"):
+            await transport.handle_async_request(request)
+        request = Request(method="GET", url=f"{base}/encoded?as=gzip")
+        assert (await transport.handle_async_request(request)).content == b"hello, " * 1000
 
 
 def test_a_limit_must_be_positive() -> None:
