@@ -7,7 +7,8 @@ and 4 for a fleet, each its own queue) take N grants from a shared limiter told 
 no burst, through ``_delayproxy.py``, which holds every chunk D ms in each direction; the
 ``PING ms`` column is the round trip that results (the proxy's own scheduling included).
 ``÷ R`` is grants per second ÷ 0.99 R (the pace a told limit is kept at); ``ms/grant`` is
-one process's time per grant when it falls short. Figures are printed, never asserted.
+the time between one client's grants (1/R at the limit; about a round trip when Redis is
+what holds it back). Figures are printed, never asserted.
 
 Run ``python -m benchmarks redislatency --help`` for the options.
 """
@@ -79,7 +80,7 @@ def run(argv: Sequence[str] = ()) -> None:
     delays, rates = _floats(args.delays), _floats(args.rates)
     clients = [int(k) for k in _floats(args.clients)]
     header = f"{'ms each way':>11}  {'PING ms':>7}  {'R/s':>5}"
-    header += "".join(f"  {f'K={k} ÷ R':>8}  {'ms/grant':>8}" for k in clients)
+    header += "".join(f"  {f'K={k} ÷ R':>8}  {f'K={k} ms/grant':>14}" for k in clients)
     print(header)
     print("-" * len(header))
     with RedisServer() as redis:
@@ -93,11 +94,11 @@ def run(argv: Sequence[str] = ()) -> None:
                         count = max(50, round(rate * args.seconds))
                         per_second = asyncio.run(_grants_per_second(url, rate, k, count))
                         line += f"  {per_second / (rate * PACING):>8.3f}"
-                        line += f"  {1000 * k / per_second:>8.2f}"
+                        line += f"  {1000 * k / per_second:>14.2f}"
                     print(line)
     print()
     print(
-        "K clients in one process each hold one reservation at a time: together K per round "
-        "trip.\nSeveral processes add up alike; one process at R needs a round trip under "
-        "about 1/R."
+        "Each client holds one reservation at a time: one slot per round trip to Redis. K "
+        "clients (or\nprocesses) hold K: at R a process needs a round trip well under 1/R, "
+        "or more clients."
     )
