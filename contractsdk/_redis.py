@@ -30,6 +30,7 @@ import hashlib
 import hmac
 import logging
 import secrets
+import ssl
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -197,7 +198,7 @@ class SharedRedis:
             logger.warning(
                 "Redis is unreachable (%s): each process falls back to its share of the "
                 "rate limit until it is back",
-                type(exc).__name__,
+                _described(exc),
             )
 
     async def aclose(self) -> None:
@@ -249,6 +250,26 @@ def open_seal(secret: str, sealed: bytes) -> bytes | None:
     if not hmac.compare_digest(tag, expected):
         return None
     return _xor(body, _stream(encrypt, nonce, len(body)))
+
+
+def _described(exc: BaseException) -> str:
+    """The error's type, and for a failed TLS handshake OpenSSL's reason (never the text).
+
+    A rediss:// URL to a Redis whose certificate the system does not trust fails with a
+    bare ConnectionError; what OpenSSL says (``self-signed certificate in certificate
+    chain``) is one of its own fixed phrases, no part of the URL.
+    """
+    cause: BaseException | None = exc
+    for _ in range(5):  # redis-py chains the ssl module's error under its own
+        if cause is None:
+            break
+        if isinstance(cause, ssl.SSLError):
+            reason = getattr(cause, "verify_message", None) or cause.reason
+            if isinstance(reason, str) and reason.isprintable() and len(reason) < 100:
+                return f"{type(exc).__name__}, TLS: {reason}"
+            break
+        cause = cause.__cause__ or cause.__context__
+    return type(exc).__name__
 
 
 def _xor(data: bytes, stream: bytes) -> bytes:

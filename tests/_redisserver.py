@@ -40,6 +40,31 @@ def redis_server_binary() -> str:
     return path
 
 
+def make_certificates(folder: Path) -> None:
+    """Write ca.crt, and server.crt and server.key for 127.0.0.1 signed by it (openssl).
+
+    Skipped (failed under CI) without the openssl command.
+    """
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        message = "openssl is not installed"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+
+    def run(command: str) -> None:
+        argv = [openssl, *command.split()]
+        subprocess.run(argv, cwd=folder, check=True, capture_output=True)
+
+    run("req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=test-ca -keyout ca.key -out ca.crt")
+    run("req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout server.key -out server.csr")
+    (folder / "san.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+    run(
+        "x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2"
+        " -extfile san.cnf -out server.crt"
+    )
+
+
 def key_name(key: bytes | str) -> str:
     """A key name as redis-py returns it (bytes, or str with decode_responses), as str."""
     return key.decode() if isinstance(key, bytes) else key
@@ -55,12 +80,15 @@ def _free_port() -> int:
 class RedisServer:
     """One redis-server process; ``url`` stays the same across kill() and start().
 
-    ``cluster``: a node of a Redis Cluster (see :class:`RedisClusterNodes`).
+    ``cluster``: a node of a Redis Cluster (see :class:`RedisClusterNodes`). ``tls``: also
+    listen with TLS on ``tls_port``, with a certificate of a CA made for it (see
+    :func:`make_certificates`), for ``rediss://`` clients.
     """
 
-    def __init__(self, *, cluster: bool = False) -> None:
+    def __init__(self, *, cluster: bool = False, tls: bool = False) -> None:
         self.binary = redis_server_binary()
         self.cluster = cluster
+        self.tls_port = _free_port() if tls else None
         # The cluster bus's port is the port + 10,000 unless named (past 65,535: no start).
         self.bus_port = _free_port()
         self.port = _free_port()
@@ -90,6 +118,7 @@ class RedisServer:
                     if self.cluster
                     else []
                 ),
+                *(self._tls_arguments() if self.tls_port else []),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -107,6 +136,27 @@ class RedisServer:
                 time.sleep(0.02)
         self.kill()
         raise RuntimeError("redis-server did not start in time")
+
+    def _tls_arguments(self) -> list[str]:
+        folder = Path(self._dir.name)
+        make_certificates(folder)
+        return [
+            "--tls-port",
+            str(self.tls_port),
+            "--tls-cert-file",
+            str(folder / "server.crt"),
+            "--tls-key-file",
+            str(folder / "server.key"),
+            "--tls-ca-cert-file",
+            str(folder / "ca.crt"),
+            "--tls-auth-clients",
+            "no",
+        ]
+
+    @property
+    def ca_file(self) -> Path:
+        """The CA certificate that signed the TLS port's certificate."""
+        return Path(self._dir.name) / "ca.crt"
 
     def kill(self) -> None:
         """Kill the server at once (SIGKILL): its data is gone, as in a crash."""

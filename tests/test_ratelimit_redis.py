@@ -479,6 +479,36 @@ async def test_redis_away_from_the_start_is_not_an_error(limiters: list[RateLimi
     assert not limiter.state.write.shared
 
 
+async def test_a_tls_redis_is_shared_through_a_rediss_url(
+    limiters: list[RateLimiter], caplog: pytest.LogCaptureFixture
+) -> None:
+    """rediss:// with the CA named in the URL shares; without it, the warning says why.
+
+    A Redis whose certificate the system does not trust fails with a bare ConnectionError;
+    the warning names OpenSSL's reason (never the URL), and the client goes on alone.
+    """
+    server = RedisServer(tls=True)
+    server.start()
+    try:
+        url = f"rediss://127.0.0.1:{server.tls_port}/0"
+        trusted = shared_limiter(f"{url}?ssl_ca_certs={server.ca_file}", RateLimits(write=100))
+        limiters.append(trusted)
+        await grant_times(trusted, 3)
+        assert trusted.state.write.shared
+        untrusted = shared_limiter(url, RateLimits(write=100))
+        limiters.append(untrusted)
+        with caplog.at_level(logging.WARNING, logger="contractsdk"):
+            assert len(await grant_times(untrusted, 3)) == 3
+        assert not untrusted.state.write.shared
+        warned = [r.getMessage() for r in caplog.records if "unreachable" in r.getMessage()]
+        assert warned and "TLS: self-signed certificate" in warned[0], warned
+    finally:
+        for limiter in limiters:
+            await limiter.aclose()
+        limiters.clear()
+        server.stop()
+
+
 async def test_fallback_paces_at_this_process_share(
     redis_server: RedisServer, limiters: list[RateLimiter]
 ) -> None:
