@@ -124,29 +124,32 @@ class SharedRedis:
                 raise ConfigurationError(
                     "redis must be a redis://, rediss:// or unix:// URL, or a redis.asyncio.Redis"
                 )
+            # Our own timeout and fallback decide; redis-py's ten retries with backoff
+            # would hold a request for seconds on a dead Redis.
+            self._options: dict[str, Any] = {
+                "socket_timeout": timeout,
+                "socket_connect_timeout": timeout,
+                "retry": Retry(NoBackoff(), 0),
+                "max_connections": 32,
+            }
             try:
-                self.client: Redis | RedisCluster = aioredis.Redis.from_url(
-                    redis,
-                    socket_timeout=timeout,
-                    socket_connect_timeout=timeout,
-                    # Our own timeout and fallback decide; redis-py's ten retries with
-                    # backoff would hold a request for seconds on a dead Redis.
-                    retry=Retry(NoBackoff(), 0),
-                    max_connections=32,
-                )
+                self.client: Redis | RedisCluster = aioredis.Redis.from_url(redis, **self._options)
             except ValueError:
                 # redis-py's message quotes the part it could not read, which may be the
                 # password (one with a "/" or "#" reads as the port): say where to look.
                 raise ConfigurationError(_UNREADABLE_URL) from None
             self._owned = True
+            self._url: str | None = redis  # for a cluster client, if it turns out to be one
         elif isinstance(redis, aioredis.Redis | aioredis.RedisCluster):
             self.client = redis
             self._owned = False
+            self._url = None
         else:
             raise ConfigurationError(
                 "redis must be a URL, a redis.asyncio.Redis or a redis.asyncio.RedisCluster"
             )
         self._scripts: dict[str, Any] = {}
+        self._retired: list[Any] = []  # clients replaced while calls may still use them
 
     def __repr__(self) -> str:
         return f"<SharedRedis prefix={self.prefix!r} up={self.up}>"
@@ -179,7 +182,8 @@ class SharedRedis:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # redis-py's errors, timeouts, nonsense from a proxy
-            self._failed(exc)
+            if not self._cluster_redirect(exc):
+                self._failed(exc)
             raise RedisUnavailableError(type(exc).__name__) from None
         if self._down_since is not None:
             logger.warning(
@@ -188,6 +192,25 @@ class SharedRedis:
             )
             self._down_since = None
         return result
+
+    def _cluster_redirect(self, exc: BaseException) -> bool:
+        """A URL that names one node of a Redis Cluster: use a cluster client of it from now.
+
+        The node answers MOVED for keys in another node's slots (a namespace's keys share
+        one slot, so two of three credentials, with three nodes). Not an outage: this call
+        goes on alone, the next ones through the cluster. True if ``exc`` was that.
+        """
+        from redis.asyncio import RedisCluster
+
+        if not _redirected(exc):
+            return False
+        if self._url is None or isinstance(self.client, RedisCluster):
+            return isinstance(self.client, RedisCluster)  # a call begun before the switch
+        self._retired.append(self.client)
+        self.client = RedisCluster.from_url(self._url, **self._options)
+        self._scripts.clear()
+        logger.info("Redis is a cluster: the namespace's keys are reached through its nodes")
+        return True
 
     def _failed(self, exc: BaseException) -> None:
         now = self._clock()
@@ -204,8 +227,9 @@ class SharedRedis:
     async def aclose(self) -> None:
         """Close the connection pool if this object made it."""
         if self._owned:
-            with contextlib.suppress(Exception):  # closing a dead connection: nothing to say
-                await self.client.aclose()
+            for client in [*self._retired, self.client]:
+                with contextlib.suppress(Exception):  # a dead connection: nothing to say
+                    await client.aclose()
 
 
 # --------------------------------------------------------------------------------------
@@ -252,6 +276,15 @@ def open_seal(secret: str, sealed: bytes) -> bytes | None:
     return _xor(body, _stream(encrypt, nonce, len(body)))
 
 
+def _redirected(exc: BaseException) -> bool:
+    """A cluster node's MOVED or ASK (redis-py 5.0 raises them as a plain ResponseError)."""
+    from redis.exceptions import AskError, MovedError, ResponseError
+
+    if isinstance(exc, MovedError | AskError):
+        return True
+    return isinstance(exc, ResponseError) and str(exc).startswith(("MOVED ", "ASK "))
+
+
 def _described(exc: BaseException) -> str:
     """The error's type, and for a failed TLS handshake OpenSSL's reason (never the text).
 
@@ -259,6 +292,8 @@ def _described(exc: BaseException) -> str:
     bare ConnectionError; what OpenSSL says (``self-signed certificate in certificate
     chain``) is one of its own fixed phrases, no part of the URL.
     """
+    if _redirected(exc):  # a plain Redis object of the caller's, on a cluster node
+        return f"{type(exc).__name__}: a Redis Cluster node; pass redis= a RedisCluster"
     cause: BaseException | None = exc
     for _ in range(5):  # redis-py chains the ssl module's error under its own
         if cause is None:

@@ -622,6 +622,30 @@ async def test_a_redis_cluster_shares_one_schedule(redis_cluster: RedisClusterNo
             await cluster.aclose()
 
 
+async def test_a_url_to_one_cluster_node_reaches_the_whole_cluster(
+    redis_cluster: RedisClusterNodes, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A URL may name any node of a cluster: every credential is shared through it.
+
+    A MOVED answer turns the client into a cluster client. Before, a namespace whose slot was on another node fell back to its own limiter with a
+    warning (MovedError): two of three credentials, with three nodes.
+    """
+    url = f"redis://127.0.0.1:{redis_cluster.port}/0"
+    limiters = [
+        shared_limiter(url, RateLimits(write=200, burst=1), prefix=namespace("https://x", name))
+        for name in "abcdef"
+    ]
+    try:
+        with caplog.at_level(logging.WARNING, logger="contractsdk"):
+            for limiter in limiters:
+                await grant_times(limiter, 3)
+        assert all(limiter.state.write.shared for limiter in limiters)
+        assert not [r for r in caplog.records if "unreachable" in r.getMessage()]
+    finally:
+        for limiter in limiters:
+            await limiter.aclose()
+
+
 async def test_a_client_takes_a_redis_cluster_it_does_not_own(
     redis_cluster: RedisClusterNodes,
 ) -> None:
