@@ -56,9 +56,17 @@ def make_certificates(folder: Path) -> None:
         argv = [openssl, *command.split()]
         subprocess.run(argv, cwd=folder, check=True, capture_output=True)
 
-    run("req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=test-ca -keyout ca.key -out ca.crt")
+    # The extensions Python 3.13's strict verification (VERIFY_X509_STRICT) asks for.
+    run(
+        "req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=test-ca -keyout ca.key -out ca.crt"
+        " -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign"
+        " -addext subjectKeyIdentifier=hash"
+    )
     run("req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout server.key -out server.csr")
-    (folder / "san.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+    (folder / "san.cnf").write_text(
+        "subjectAltName=IP:127.0.0.1\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+        "extendedKeyUsage=serverAuth\nauthorityKeyIdentifier=keyid\n"
+    )
     run(
         "x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2"
         " -extfile san.cnf -out server.crt"
