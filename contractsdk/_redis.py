@@ -122,7 +122,8 @@ class SharedRedis:
         if isinstance(redis, str):
             if not redis.startswith(("redis://", "rediss://", "unix://")):
                 raise ConfigurationError(
-                    "redis must be a redis://, rediss:// or unix:// URL, or a redis.asyncio.Redis"
+                    "redis must be a redis://, rediss:// or unix:// URL, or a "
+                    "redis.asyncio.Redis or RedisCluster"
                 )
             # Our own timeout and fallback decide; redis-py's ten retries with backoff
             # would hold a request for seconds on a dead Redis.

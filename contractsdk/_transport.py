@@ -86,8 +86,10 @@ class AiohttpTransport:
         trust_env: bool = False,
         max_response_bytes: int | None = MAX_RESPONSE_BYTES,
     ) -> None:
-        if max_response_bytes is not None and max_response_bytes < 1:
-            raise ConfigurationError("max_response_bytes must be a positive number, or None")
+        if max_response_bytes is not None and (
+            type(max_response_bytes) is not int or max_response_bytes < 1
+        ):
+            raise ConfigurationError("max_response_bytes must be a positive integer, or None")
         self._max_response_bytes = max_response_bytes
         self._connect_timeout = connect_timeout
         self._trust_env = trust_env

@@ -184,10 +184,11 @@ async def test_a_callers_session_that_inflates_is_limited_too(
         assert (await transport.handle_async_request(request)).content == b"hello, " * 1000
 
 
-def test_a_limit_must_be_positive() -> None:
-    """Zero or less is refused when the transport is made."""
+@pytest.mark.parametrize("limit", [0, -1, 1.5, True, "1000"])
+def test_a_limit_must_be_a_positive_integer(limit: object) -> None:
+    """Zero, a negative, a float, a bool or a string is refused when the transport is made."""
     with pytest.raises(ConfigurationError, match="max_response_bytes"):
-        AiohttpTransport(max_response_bytes=0)
+        AiohttpTransport(max_response_bytes=limit)  # type: ignore[arg-type]
 
 
 def test_a_create_whose_answer_was_too_large_is_reconciled() -> None:
