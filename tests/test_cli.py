@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import io
 import json
 import re
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from contractsdk.cli import main
+from contractsdk.cli._output import dump_json
 from tests._redisserver import RedisServer
 from tests._sandboxprocess import child_env as _env
 from tests._sandboxprocess import sandbox_thread
@@ -307,6 +309,32 @@ def test_demo_exits_zero(
     assert "exclusive" in out
     assert "completed: not yet" not in out
     assert pdf.read_bytes().startswith(b"%PDF")
+
+
+def test_demo_on_a_terminal_that_is_not_utf8(tmp_path: Path) -> None:
+    """A stdout that cannot encode "→" (cp1252, latin-1, ascii) shows "?", never a traceback.
+
+    `contractsdk demo` stopped at its first arrow with a UnicodeEncodeError.
+    """
+    result = subprocess.run(
+        [sys.executable, "-m", "contractsdk", "demo", "--pdf", str(tmp_path / "signed.pdf")],
+        capture_output=True,
+        timeout=120,
+        env={**_env(), "PYTHONIOENCODING": "ascii"},
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr.decode(errors="replace")
+    assert b"? created contract" in result.stdout and b"Traceback" not in result.stderr
+
+
+def test_json_on_a_stream_that_is_not_utf8_keeps_every_character() -> None:
+    """--json on such a stream escapes what it cannot encode (JSON escapes): the same data."""
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding="ascii")
+    value = {"name": "Café → Ünïcode", "rent": "£1,200"}
+    dump_json(value, stream)
+    stream.flush()
+    assert json.loads(raw.getvalue().decode("ascii")) == value
 
 
 def test_demo_shares_its_limits_through_redis(

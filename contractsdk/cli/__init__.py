@@ -13,6 +13,7 @@ Exit codes: 0 success, 1 the service or the network failed, 2 bad usage or confi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import os
 import sys
@@ -48,6 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         validation, 130 interrupted.
     """
     arguments = list(sys.argv[1:] if argv is None else argv)
+    _tolerant_output()
     if not _has_extra():
         print(INSTALL_HINT, file=sys.stderr)
         return 1
@@ -73,6 +75,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
+
+
+def _tolerant_output() -> None:
+    """Let a terminal that cannot show a character print ``?`` for it, not a traceback.
+
+    The output uses "→", "…" and "÷": a Windows console in cp1252, a latin-1 locale or
+    ``PYTHONIOENCODING=ascii`` cannot encode them, and ``contractsdk demo`` stopped at its
+    first step with a UnicodeEncodeError. A UTF-8 stream is left as it is.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+        reconfigure = getattr(stream, "reconfigure", None)
+        if encoding != "utf8" and reconfigure is not None:
+            with contextlib.suppress(Exception):  # a stream that cannot change: left alone
+                reconfigure(errors="replace")
 
 
 def _fail(exc: Exception, code: int) -> int:

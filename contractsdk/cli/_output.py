@@ -62,7 +62,9 @@ def to_jsonable(value: Any) -> Any:
 def dump_json(value: Any, stream: TextIO | None = None) -> None:
     """Print ``value`` as indented JSON (never coloured: it is for programs)."""
     out = stream or sys.stdout
-    json.dump(to_jsonable(value), out, indent=2, ensure_ascii=False)
+    # On a stream that is not UTF-8, "é" as \u00e9: still the same JSON, nothing replaced.
+    encoding = (getattr(out, "encoding", None) or "utf-8").lower().replace("-", "")
+    json.dump(to_jsonable(value), out, indent=2, ensure_ascii=encoding != "utf8")
     out.write("\n")
 
 
