@@ -131,6 +131,9 @@ def test_contract_lifecycle(
     pdf = tmp_path / "c.pdf"
     code, out, _ = run(capsys, "contracts", "pdf", contract_id, "-o", str(pdf))
     assert code == 0 and pdf.read_bytes().startswith(b"%PDF-")
+    for where in (tmp_path / "missing" / "c.pdf", tmp_path):  # no such folder; a folder
+        code, _, err = run(capsys, "contracts", "pdf", contract_id, "-o", str(where))
+        assert code == 2 and err.startswith(f"error: cannot write {where}: "), err
     code, out, _ = run(capsys, "contracts", "list", str(PERSONAL_TEAM))
     assert contract_id in out
     code, out, _ = run(capsys, "contracts", "delete", contract_id)
@@ -309,6 +312,16 @@ def test_demo_exits_zero(
     assert "exclusive" in out
     assert "completed: not yet" not in out
     assert pdf.read_bytes().startswith(b"%PDF")
+
+
+def test_demo_refuses_a_pdf_path_it_cannot_write_before_it_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--pdf into a folder that does not exist: one line at once, not a traceback at the end."""
+    where = tmp_path / "missing" / "signed.pdf"
+    code, out, err = run(capsys, "demo", "--pdf", str(where))
+    assert code == 2 and err == f"error: cannot write {where}: no such directory\n"
+    assert "1. Identify the user" not in out
 
 
 def test_demo_on_a_terminal_that_is_not_utf8(tmp_path: Path) -> None:

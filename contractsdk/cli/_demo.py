@@ -24,7 +24,7 @@ from contractsdk._exceptions import (
     TermValidationError,
 )
 from contractsdk._ids import parse_id
-from contractsdk.cli._output import print_table
+from contractsdk.cli._output import print_table, write_file
 from contractsdk.cli._resources import make_client
 from contractsdk.identity import IdentityFieldSet
 from contractsdk.models import ContractType, IdentityField, Role, Side, Term, TermOption, User
@@ -176,6 +176,9 @@ def _problems(error: TermValidationError) -> Iterator[str]:
 
 async def run_demo(args: argparse.Namespace) -> int:
     """Walk the flow: from the user to a contract, its parties, signatures and signed PDF."""
+    if args.pdf and not await asyncio.to_thread(os.path.isdir, os.path.dirname(args.pdf) or "."):
+        # Said now, not after the whole flow ran.
+        raise ConfigurationError(f"cannot write {args.pdf}: no such directory")
     async with _service(args) as (client, user_id):
         _step(1, "Identify the user")
         user = await client.users.get(user_id)
@@ -354,5 +357,5 @@ async def _parties_and_signing(
     _step(12, "Download the signed PDF")
     pdf = await client.contracts.download_pdf(contract_id)
     path = Path(args.pdf or f"contract-{contract_id}.pdf")
-    await asyncio.to_thread(path.write_bytes, pdf)
+    await write_file(path, pdf)
     _say(f"wrote {path} ({len(pdf):,} bytes)")

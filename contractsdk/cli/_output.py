@@ -7,10 +7,12 @@ take the width they need, so ``grep`` sees whole lines.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime
+from pathlib import Path
 from typing import Any, TextIO
 
 import attrs
@@ -19,7 +21,9 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["console", "dump_json", "print_pairs", "print_table", "to_jsonable"]
+from contractsdk._exceptions import ConfigurationError
+
+__all__ = ["console", "dump_json", "print_pairs", "print_table", "to_jsonable", "write_file"]
 
 #: The width of output that is not a terminal: no wrapping.
 PIPE_WIDTH = 1000
@@ -57,6 +61,18 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(key): to_jsonable(item) for key, item in value.items()}
     return value
+
+
+async def write_file(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path``, or raise a ConfigurationError that says why not.
+
+    An error the user can mend (no such folder, no permission, a full disk) is one line,
+    not a traceback.
+    """
+    try:
+        await asyncio.to_thread(path.write_bytes, data)
+    except OSError as exc:
+        raise ConfigurationError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def dump_json(value: Any, stream: TextIO | None = None) -> None:

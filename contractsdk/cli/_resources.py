@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -16,7 +15,7 @@ from contractsdk._client import ContractClient
 from contractsdk._credentials import ClientCredentials
 from contractsdk._exceptions import ConfigurationError
 from contractsdk.cli._app import argument, cli, numeric_id, runs
-from contractsdk.cli._output import console, dump_json, print_pairs, print_table
+from contractsdk.cli._output import console, dump_json, print_pairs, print_table, write_file
 from contractsdk.models import Contract, Team, User
 
 __all__ = ["make_client", "parse_pairs"]
@@ -402,7 +401,7 @@ async def contracts_pdf(args: argparse.Namespace) -> None:
     if output == "-":
         sys.stdout.buffer.write(pdf)
         return
-    await asyncio.to_thread(Path(output).write_bytes, pdf)
+    await write_file(Path(output), pdf)
     if _json(args):
         return dump_json({"contract_id": args.contract_id, "file": output, "bytes": len(pdf)})
     click.echo(f"wrote {len(pdf):,} bytes to {output}")
