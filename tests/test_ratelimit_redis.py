@@ -567,15 +567,24 @@ async def test_client_reads_the_redis_url_from_the_environment(
 
 
 async def test_a_caller_owned_redis_is_used_and_not_closed(redis_server: RedisServer) -> None:
-    """redis= may be a redis.asyncio.Redis the caller owns: used, and left open."""
+    """redis= may be a redis.asyncio.Redis the caller owns: used, and left open.
+
+    One Redis object serves the clients of several credentials (a service with a client
+    per tenant): each shares under its own namespace, through the one connection pool.
+    """
     owned = aioredis.Redis.from_url(redis_server.url, decode_responses=True)
     try:
-        async with (
-            SandboxServer(seed=0) as server,
-            ContractClient(api_key=server.api_key, base_url=server.url, redis=owned) as client,
-        ):
-            await client.users.get(server.users[0].id)
-            assert client.rate_limits is not None and client.rate_limits.read.shared
+        async with SandboxServer(seed=0) as server:
+            key, other_key = server.api_keys[:2]
+            async with (
+                ContractClient(api_key=key, base_url=server.url, redis=owned) as client,
+                ContractClient(api_key=other_key, base_url=server.url, redis=owned) as other,
+            ):
+                for each in (client, other):
+                    await each.users.get(server.users[0].id)
+                    assert each.rate_limits is not None and each.rate_limits.read.shared
+            namespaces = {key_name(k).split("}")[0] for k in await owned.keys("contractsdk:*")}
+            assert len(namespaces) == 2
         assert await owned.ping()
     finally:
         await owned.aclose()
