@@ -70,6 +70,9 @@ class AiohttpTransport:
         connect_timeout: Seconds to wait for a connection.
         max_connections: The pool's connection limit.
         session: A session to use instead of making one; the caller then owns (and closes) it.
+            Clients of several credentials may share one (the credential goes with each
+            request, not the session): make it with ``cookie_jar=aiohttp.DummyCookieJar()``,
+            or a cookie one answer sets is sent with the other credentials' requests.
         trust_env: Take proxies (and their ``~/.netrc`` credentials) from the environment.
         max_response_bytes: The most bytes of an answer read, decompressed (None: no
             limit). A success past it raises :class:`ResponseValidationError` (for a
