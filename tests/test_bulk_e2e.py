@@ -198,8 +198,16 @@ async def test_kill_9_mid_run_then_resume(tmp_path: Path) -> None:
         assert job.summary.reconciled >= unrecorded  # found by listing, not sent again
 
 
-async def test_ctrl_c_drains_and_resumes(tmp_path: Path) -> None:
-    """SIGINT: no new request, those in flight recorded, exit 130; run again, all created."""
+@pytest.mark.parametrize(
+    ("number", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "sigterm"]
+)
+async def test_ctrl_c_or_sigterm_drains_and_resumes(
+    tmp_path: Path, number: signal.Signals, code: int
+) -> None:
+    """SIGINT or SIGTERM (docker stop): those in flight recorded, exit 128 + the signal.
+
+    No new request after it; run again, all created. SIGTERM used to kill the job outright.
+    """
     faults = [FaultRule(CREATE, latency=(0.01, 0.03))]
     async with command_emulator(faults) as server:
         team_id = team_and_template(server)[0]
@@ -210,9 +218,9 @@ async def test_ctrl_c_drains_and_resumes(tmp_path: Path) -> None:
         await wait_until(lambda: len(contracts) >= 3 and created_in(journal) >= 3, command)
         at_signal = len(contracts)
         assert at_signal < ROWS - CONCURRENCY, "the job ran too far before the signal"
-        command.send_signal(signal.SIGINT)
-        code, output = await command.finish(LIMIT)
-        assert code == 130, output
+        command.send_signal(number)
+        exit_code, output = await command.finish(LIMIT)
+        assert exit_code == code, output
         assert "stopping" in output
         stopped = journal_counts(journal)
         assert stopped["sending"] == 0  # drained: every request sent was recorded

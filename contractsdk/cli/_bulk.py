@@ -7,7 +7,8 @@ otherwise (logs, CI). The summary goes to stdout (a table, or JSON with
 
 Exit codes: 0 every row created (now or before); 1 some rows failed or are unknown;
 3 some rows are invalid (and none failed); 2 bad usage, input or journal; 130 stopped by
-Ctrl-C (the rows in flight were recorded; run the same command again to resume).
+Ctrl-C, 143 by SIGTERM (the rows in flight were recorded; run the same command again to
+resume).
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ async def _drive(job: BulkJob, args: argparse.Namespace, *, retry: bool) -> int:
                     if outcome.state in ("invalid", "failed", "sending") and len(listed) < LISTED:
                         listed.append(outcome)
         except asyncio.CancelledError:
-            if not interrupts["interrupted"]:
+            if not interrupts["signal"]:
                 raise
         finally:
             drawer.cancel()
@@ -107,8 +108,8 @@ async def _drive(job: BulkJob, args: argparse.Namespace, *, retry: bool) -> int:
     summary = job.summary
     assert summary is not None
     show_summary(args, summary, listed)
-    if interrupts["interrupted"]:
-        return 130
+    if interrupts["signal"]:
+        return 128 + interrupts["signal"]  # 130 for Ctrl-C, 143 for SIGTERM
     return _exit_code(summary)
 
 

@@ -174,32 +174,37 @@ class ProgressView:
 
 
 @contextlib.contextmanager
-def handle_interrupts(job: BulkJob, progress: ProgressView) -> Iterator[dict[str, bool]]:
-    """First Ctrl-C: stop sending and drain; a second one: abort at once."""
-    state = {"interrupted": False}
+def handle_interrupts(job: BulkJob, progress: ProgressView) -> Iterator[dict[str, int]]:
+    """First Ctrl-C or SIGTERM: stop sending and drain; a second one: abort at once.
+
+    SIGTERM is what ``docker stop`` and Kubernetes send first (then SIGKILL after a grace
+    period): the rows in flight are recorded, not left for the next run to reconcile.
+    ``state["signal"]`` is the first signal's number (0: none), for the exit code.
+    """
+    state = {"signal": 0}
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
 
-    def on_signal() -> None:
-        if state["interrupted"]:
+    def on_signal(number: int) -> None:
+        if state["signal"]:
             progress.say("aborting: requests in flight are left 'sending' and reconciled next run")
             job.abort()
             if task is not None:
                 task.cancel()
             return
-        state["interrupted"] = True
+        state["signal"] = number
         job.stop()
         progress.stop()
-        progress.say(
-            "stopping: no new requests; waiting for those in flight (Ctrl-C again to abort)"
-        )
+        again = "Ctrl-C again" if number == signal.SIGINT else "a second signal"
+        progress.say(f"stopping: no new requests; waiting for those in flight ({again} to abort)")
 
-    installed = False
-    with contextlib.suppress(NotImplementedError, RuntimeError):  # Windows, or not main thread
-        loop.add_signal_handler(signal.SIGINT, on_signal)
-        installed = True
+    installed = []
+    for number in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # Windows; not main thread
+            loop.add_signal_handler(number, on_signal, number)
+            installed.append(number)
     try:
         yield state
     finally:
-        if installed:
-            loop.remove_signal_handler(signal.SIGINT)
+        for number in installed:
+            loop.remove_signal_handler(number)
