@@ -85,6 +85,21 @@ def _free_port() -> int:
         return port
 
 
+def _free_port_with_bus() -> int:
+    """A free port whose cluster bus port (itself + 10,000) is free too, and under 65,536."""
+    for _ in range(200):
+        port = _free_port()
+        if port + 10000 > 65535:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free port pair for a cluster node")
+
+
 class RedisServer:
     """One redis-server process; ``url`` stays the same across kill() and start().
 
@@ -97,9 +112,8 @@ class RedisServer:
         self.binary = redis_server_binary()
         self.cluster = cluster
         self.tls_port = _free_port() if tls else None
-        # The cluster bus's port is the port + 10,000 unless named (past 65,535: no start).
-        self.bus_port = _free_port()
-        self.port = _free_port()
+        # A cluster node's bus listens on its port + 10,000 (Redis 6 cannot be told another).
+        self.port = _free_port_with_bus() if cluster else _free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self._dir = tempfile.TemporaryDirectory(prefix="contractsdk-redis-")
         self._process: subprocess.Popen[bytes] | None = None
@@ -121,11 +135,7 @@ class RedisServer:
                 self._dir.name,
                 "--loglevel",
                 "warning",
-                *(
-                    ["--cluster-enabled", "yes", "--cluster-port", str(self.bus_port)]
-                    if self.cluster
-                    else []
-                ),
+                *(["--cluster-enabled", "yes"] if self.cluster else []),
                 *(self._tls_arguments() if self.tls_port else []),
             ],
             stdout=subprocess.DEVNULL,
@@ -203,7 +213,7 @@ class RedisServer:
 class RedisClusterNodes:
     """A Redis Cluster on 127.0.0.1: three redis-server nodes, no replicas.
 
-    Each is master of a third of the 16,384 hash slots, joined by CLUSTER ADDSLOTSRANGE
+    Each is master of a third of the 16,384 hash slots, joined by CLUSTER ADDSLOTS
     and MEET (no redis-cli needed).
     """
 
@@ -221,10 +231,9 @@ class RedisClusterNodes:
             share = 16384 // len(clients)
             for index, client in enumerate(clients):
                 last = 16383 if index == len(clients) - 1 else (index + 1) * share - 1
-                client.cluster("ADDSLOTSRANGE", index * share, last)
+                client.cluster("ADDSLOTS", *range(index * share, last + 1))  # Redis 6 too
             for client in clients[1:]:
-                first = self.servers[0]
-                client.cluster("MEET", "127.0.0.1", first.port, first.bus_port)
+                client.cluster("MEET", "127.0.0.1", self.servers[0].port)
             deadline = time.monotonic() + START_TIMEOUT
             while not all(client.cluster("INFO")["cluster_state"] == "ok" for client in clients):
                 if time.monotonic() > deadline:
