@@ -37,6 +37,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--rates", default="100,300,1000", help="R, grants per second (list)")
     parser.add_argument("--clients", default="1,4", help="K, clients in the process (list)")
     parser.add_argument("--seconds", type=float, default=1.0, help="grants per row: R × this")
+    parser.add_argument(
+        "--loop",
+        choices=("asyncio", "uvloop"),
+        default="asyncio",
+        help="the event loop the clients run on (uvloop: pip install uvloop)",
+    )
     return parser
 
 
@@ -72,10 +78,15 @@ async def _grants_per_second(url: str, rate: float, clients: int, count: int) ->
 def run(argv: Sequence[str] = ()) -> None:
     """Run the benchmark and print its table."""
     args = _parser().parse_args(list(argv))
+    if args.loop == "uvloop":
+        import importlib
+
+        uvloop = importlib.import_module("uvloop")
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     if redis_binary() is None:
         print("redislatency: redis-server is not installed; skipped.")
         return
-    print(f"# Redis a network away — {environment_line()}")
+    print(f"# Redis a network away — {environment_line()}, {args.loop} event loop")
     print()
     delays, rates = _floats(args.delays), _floats(args.rates)
     clients = [int(k) for k in _floats(args.clients)]
