@@ -18,7 +18,6 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,6 @@ from contractsdk._auth import TokenAuth
 from contractsdk._config import Environment
 from contractsdk._ratelimit import Grant, RateLimiter, Slot
 from contractsdk._ratelimit._control import Control
-from contractsdk._ratelimit._limits import BucketName
 from contractsdk._ratelimit._redis import TTL, RedisStore
 from contractsdk._redis import SharedRedis, namespace
 from contractsdk.sandbox import SandboxServer
@@ -51,14 +49,14 @@ PREFIX = "contractsdk:test:"
 
 
 def shared_limiter(
-    url: str,
+    redis: str | aioredis.Redis | aioredis.RedisCluster,
     limits: RateLimits,
     *,
     prefix: str = PREFIX,
     rejoin_after: float = 1.0,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> RateLimiter:
-    shared = SharedRedis(url, prefix=prefix, rejoin_after=rejoin_after)
+    shared = SharedRedis(redis, prefix=prefix, rejoin_after=rejoin_after)
     return RateLimiter(limits, store=lambda initial: RedisStore(shared, initial), sleep=sleep)
 
 
@@ -601,10 +599,6 @@ def test_every_key_of_a_namespace_lies_in_one_cluster_slot() -> None:
     assert other.key("write") != shared.key("write")
 
 
-def _cluster_store(shared: SharedRedis, initial: dict[BucketName, Control]) -> RedisStore:
-    return RedisStore(shared, initial)
-
-
 async def test_a_redis_cluster_shares_one_schedule(redis_cluster: RedisClusterNodes) -> None:
     """Clients sharing through a RedisCluster client stay shared and within one rate.
 
@@ -614,10 +608,7 @@ async def test_a_redis_cluster_shares_one_schedule(redis_cluster: RedisClusterNo
     clusters = [aioredis.RedisCluster(host="127.0.0.1", port=redis_cluster.port) for _ in "ab"]
     prefix = namespace("https://api.example", "key-id")
     limits = RateLimits(write=200, burst=1)
-    limiters = [
-        RateLimiter(limits, store=partial(_cluster_store, SharedRedis(c, prefix=prefix)))
-        for c in clusters
-    ]
+    limiters = [shared_limiter(cluster, limits, prefix=prefix) for cluster in clusters]
     try:
         start = time.monotonic()
         first, second = await asyncio.gather(*(grant_times(limiter, 10) for limiter in limiters))

@@ -24,7 +24,6 @@ from contractsdk import (
     ResponseValidationError,
     ServerError,
 )
-from contractsdk.bulk._failures import classify
 
 LIMIT = 1 << 20  # 1 MiB, for these tests
 MEBIBYTE = b"0" * (1 << 20)
@@ -189,9 +188,3 @@ def test_a_limit_must_be_a_positive_integer(limit: object) -> None:
     """Zero, a negative, a float, a bool or a string is refused when the transport is made."""
     with pytest.raises(ConfigurationError, match="max_response_bytes"):
         AiohttpTransport(max_response_bytes=limit)  # type: ignore[arg-type]
-
-
-def test_a_create_whose_answer_was_too_large_is_reconciled() -> None:
-    """The contract may exist: a bulk job counts the row as unknown, and looks it up."""
-    error = ResponseValidationError("too large", errors=["$: more than 1 bytes"])
-    assert classify(error, fixed_target=True) == "unknown"

@@ -99,6 +99,7 @@ class Journal:
             JournalError: The file is missing (read-only), unreadable or not a journal.
         """
         target = Path(path)
+        db: sqlite3.Connection | None = None
         try:
             if readonly:
                 if not target.exists():
@@ -108,10 +109,6 @@ class Journal:
             else:
                 check_journal_path(target)
                 db = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
-        except sqlite3.DatabaseError as exc:
-            raise JournalError(f"{target} is not a usable bulk journal: {exc}") from None
-        try:
-            if not readonly:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=FULL")
             db.execute("PRAGMA busy_timeout=5000")
@@ -121,10 +118,11 @@ class Journal:
             journal.header()  # proves the file is a journal
             db.execute(UNCLAIMED)
         except BaseException as exc:
-            db.close()  # not left for the garbage collector (Python 3.13 warns of it)
+            if db is not None:
+                db.close()  # not left for the garbage collector (Python 3.13 warns of it)
             if isinstance(exc, sqlite3.DatabaseError):
                 raise JournalError(f"{target} is not a usable bulk journal: {exc}") from None
-            if isinstance(exc, JournalError) and str(target) not in str(exc):
+            if db is not None and isinstance(exc, JournalError) and str(target) not in str(exc):
                 raise JournalError(f"{target}: {exc}") from None  # which file it was
             raise
         return journal

@@ -26,7 +26,7 @@ from contractsdk._exceptions import (
     TermValidationError,
 )
 
-__all__ = ["INSTALL_HINT", "main"]
+__all__ = ["INSTALL_HINT", "is_utf8", "main"]
 
 #: The one line printed when the command runs without its extra.
 INSTALL_HINT = (
@@ -77,6 +77,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+def is_utf8(stream: object) -> bool:
+    """Whether a text stream writes UTF-8 (one without an encoding is taken for UTF-8)."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    return bool(encoding.lower().replace("-", "") == "utf8")
+
+
 def _tolerant_output() -> None:
     """Let a terminal that cannot show a character print ``?`` for it, not a traceback.
 
@@ -85,9 +91,8 @@ def _tolerant_output() -> None:
     first step with a UnicodeEncodeError. A UTF-8 stream is left as it is.
     """
     for stream in (sys.stdout, sys.stderr):
-        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
         reconfigure = getattr(stream, "reconfigure", None)
-        if encoding != "utf8" and reconfigure is not None:
+        if not is_utf8(stream) and reconfigure is not None:
             with contextlib.suppress(Exception):  # a stream that cannot change: left alone
                 reconfigure(errors="replace")
 

@@ -40,7 +40,7 @@ from contractsdk.bulk import (
 from contractsdk.bulk._parties import parties_from_flags
 from contractsdk.cli._app import argument, cli, numeric_id, runs
 from contractsdk.cli._bulk_output import LISTED, show_plan, show_status, show_summary
-from contractsdk.cli._output import console
+from contractsdk.cli._output import console, write_file
 from contractsdk.cli._progress import ProgressView, handle_interrupts
 from contractsdk.cli._resources import make_client
 
@@ -399,9 +399,6 @@ async def bulk_example(args: argparse.Namespace) -> int:
     path = Path(args.path)
     if await asyncio.to_thread(path.exists) and not args.force:
         raise ConfigurationError(f"{path} exists; give --force to overwrite it")
-    try:
-        await asyncio.to_thread(path.write_text, text, encoding="utf-8")
-    except OSError as exc:
-        raise ConfigurationError(f"cannot write {path}: {exc.strerror}") from None
+    await write_file(path, text.encode("utf-8"))
     click.echo(f"wrote {path} ({text.count(chr(10)) - 1} rows)")
     return 0

@@ -22,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from contractsdk._exceptions import ConfigurationError
+from contractsdk.cli import is_utf8
 
 __all__ = ["console", "dump_json", "print_pairs", "print_table", "to_jsonable", "write_file"]
 
@@ -79,8 +80,7 @@ def dump_json(value: Any, stream: TextIO | None = None) -> None:
     """Print ``value`` as indented JSON (never coloured: it is for programs)."""
     out = stream or sys.stdout
     # On a stream that is not UTF-8, "é" as \u00e9: still the same JSON, nothing replaced.
-    encoding = (getattr(out, "encoding", None) or "utf-8").lower().replace("-", "")
-    json.dump(to_jsonable(value), out, indent=2, ensure_ascii=encoding != "utf8")
+    json.dump(to_jsonable(value), out, indent=2, ensure_ascii=not is_utf8(out))
     out.write("\n")
 
 
