@@ -18,14 +18,17 @@ This module is the limiter itself: the two queues, what an answer teaches (``rec
 
 1. FIFO: requests are granted in arrival order. The fast path (no await before the grant)
    is taken only when nobody is queued, so a newcomer never overtakes a waiter.
-2. One timer: only the head of the queue holds a reservation and sleeps (on the injected
-   ``sleep``, interruptibly); every other waiter awaits its own future, resolved when it
-   becomes the head. The event loop is never blocked, nothing polls.
+2. One timer: only the head of the queue sleeps (on the injected ``sleep``,
+   interruptibly), on its reservation; every other waiter awaits its own future, resolved
+   when it becomes the head. The event loop is never blocked, nothing polls. Through a
+   store a round trip away, the queue also holds slots reserved ahead for the waiters
+   behind the head (``_queue.py``'s header); they are the queue's, taken in order.
 3. A waiter cancelled at any point leaves the queue; if it held a reservation it gives the
-   slot back, and the next waiter becomes the head at once. Nothing it started outlives it.
-4. A pause or a lower rate wakes the head, which reserves again (its old slot no longer
-   holds), and fails queued waiters whose projected grant now falls past their deadline,
-   at once rather than at the deadline.
+   slot back (or, reserved ahead, leaves it to the next head), and the next waiter becomes
+   the head at once. Nothing it started outlives it.
+4. A pause or a lower rate wakes the head, which reserves again (its old slot and those
+   reserved ahead no longer hold: they are given back), and fails queued waiters whose
+   projected grant now falls past their deadline, at once rather than at the deadline.
 5. ``record()`` never raises: unreadable headers are ignored one by one, and a store that
    fails (Redis away) is the store's problem, not the caller's.
 """
@@ -476,7 +479,9 @@ class RateLimiter:
         )
 
     async def aclose(self) -> None:
-        """Release the store's connections."""
+        """Stop reserving ahead and release the store's connections."""
+        for queue in self._queues.values():
+            await queue.stop()
         await self._store.aclose()
 
 

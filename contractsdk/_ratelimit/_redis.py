@@ -45,7 +45,9 @@ LIVE_WINDOW: Final = 5.0
 
 # KEYS: bucket hash, clients zset.
 # ARGV: rate ('' = unpaced), tau, burst, max_wait (-1 = none), idle gap, lateness, meter bin,
-#       ttl ms, caller's version, initial control, client id, live window.
+#       ttl ms, caller's version, initial control, client id, live window, slots to reserve.
+# Numbers that must round-trip exactly (tat, which a release compares) leave as %.17g:
+# Lua's tostring keeps 14 digits, a tenth of a millisecond of an epoch time.
 _RESERVE: Final = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
@@ -86,6 +88,8 @@ end
 local start = math.max(now, pause)
 local wait = start - now
 local backlogged = 0
+local count = tonumber(ARGV[13])
+local waits = {}
 if rate then
   if old_iv > 0 and iv ~= old_iv then
     local debt = tat - old_tau - start
@@ -98,7 +102,17 @@ if rate then
   if tat - tau > now then backlogged = 1 end
   local slot = math.max(start, tat - tau)
   wait = slot - now
-  if max_wait < 0 or wait <= max_wait + 1e-9 then tat = math.max(tat, slot) + iv end
+  if max_wait < 0 or wait <= max_wait + 1e-9 then
+    tat = math.max(tat, slot) + iv
+    -- The caller's next slots, one after another (a batch for the waiters behind it).
+    for i = 2, count do
+      slot = math.max(start, tat - tau)
+      waits[i - 1] = string.format('%.17g', slot - now)
+      tat = math.max(tat, slot) + iv
+    end
+  end
+else
+  for i = 2, count do waits[i - 1] = string.format('%.17g', wait) end
 end
 if max_wait >= 0 and wait > max_wait + 1e-9 then
   redis.call('HSET', h, 'busy', busy, 'seen', seen)
@@ -112,9 +126,11 @@ if index ~= mbin then
   m0 = 0
   mbin = index
 end
-m0 = m0 + 1
+m0 = m0 + count
 local sent = (m0 + m1) / (bin + math.max(busy - mbin * bin, 0))
-redis.call('HSET', h, 'tat', tat, 'tau', tau, 'iv', iv, 'last', now + wait, 'busy', busy,
+local final = now + wait
+if #waits > 0 then final = now + tonumber(waits[#waits]) end
+redis.call('HSET', h, 'tat', tat, 'tau', tau, 'iv', iv, 'last', final, 'busy', busy,
            'seen', seen, 'mbin', mbin, 'm0', m0, 'm1', m1)
 local ttl = tonumber(ARGV[8])
 redis.call('PEXPIRE', h, ttl)
@@ -125,18 +141,21 @@ redis.call('PEXPIRE', KEYS[2], ttl)
 local ctl = ''
 if tonumber(ARGV[9]) ~= ver then ctl = redis.call('HGET', h, 'ctl') end
 return {1, tostring(wait), tostring(math.max(0, pause - now)), tostring(busy),
-        tostring(sent), backlogged, ver, ctl, live, tostring(tat), tostring(iv)}
+        tostring(sent), backlogged, ver, ctl, live, string.format('%.17g', tat),
+        string.format('%.17g', iv), waits}
 """
 
-# KEYS: bucket hash. ARGV: tat after the reservation, its interval.
+# KEYS: bucket hash. ARGV: tat after the last slot given back, its interval, how many slots
+# (the last ones of one reservation).
 _RELEASE: Final = """
 local f = redis.call('HMGET', KEYS[1], 'tat', 'm0')
 local tat = tonumber(f[1])
 if not tat then return 0 end
--- The slot is not sent, whether or not it can be undone: the send meter forgets it.
-redis.call('HSET', KEYS[1], 'm0', math.max(0, (tonumber(f[2]) or 1) - 1))
+local count = tonumber(ARGV[3])
+-- The slots are not sent, whether or not they can be undone: the send meter forgets them.
+redis.call('HSET', KEYS[1], 'm0', math.max(0, (tonumber(f[2]) or count) - count))
 if math.abs(tat - tonumber(ARGV[1])) < 1e-6 then
-  redis.call('HSET', KEYS[1], 'tat', tat - tonumber(ARGV[2]))
+  redis.call('HSET', KEYS[1], 'tat', tat - count * tonumber(ARGV[2]))
   return 1
 end
 return 0
@@ -302,6 +321,13 @@ class RedisStore:
         self, bucket: BucketName, schedule: Schedule, *, max_wait: float | None
     ) -> Slot | float:
         """Reserve the next slot in Redis, or in this process's share when it is away."""
+        slots = await self.reserve_many(bucket, schedule, 1, max_wait=max_wait)
+        return slots if isinstance(slots, float) else slots[0]
+
+    async def reserve_many(
+        self, bucket: BucketName, schedule: Schedule, count: int, *, max_wait: float | None
+    ) -> list[Slot] | float:
+        """Reserve ``count`` slots one after another in one round trip (see :class:`Store`)."""
         shared = self._redis
         rate = schedule.rate
         control, _, _ = self._local.snapshot(bucket)
@@ -320,22 +346,24 @@ class RedisStore:
             _encode(control),
             self._client_id,
             repr(LIVE_WINDOW),
+            str(count),
         ]
         keys = [self._key(bucket), shared.key("clients")]
         try:
             answer = await shared.call(lambda: script(keys=keys, args=args))
-            return self._reserved(bucket, answer)
+            return self._reserved(bucket, answer, count)
         except (RedisUnavailableError, ValueError, TypeError, IndexError):
             self._go_local()
             local = self._local.take(
                 bucket, self._share(schedule), self._clock(), max_wait=max_wait
             )
-            if isinstance(local, Slot):
-                local.tat = math.nan  # never released to Redis
-                local.sent = self._local.sent(bucket)
-            return local
+            if isinstance(local, float):
+                return local
+            local.tat = math.nan  # never released to Redis
+            local.sent = self._local.sent(bucket)
+            return [local]  # one: the fallback is in this process, and never waits on it
 
-    def _reserved(self, bucket: BucketName, answer: Any) -> Slot | float:
+    def _reserved(self, bucket: BucketName, answer: Any, count: int) -> list[Slot] | float:
         now = self._clock()
         granted = int(answer[0])
         wait = _number(answer[1])
@@ -343,32 +371,42 @@ class RedisStore:
         self._paused_until[bucket] = now + paused
         if not granted:
             return wait
+        waits = [wait, *map(_number, answer[11])]
+        if len(waits) != count:
+            raise ValueError("not the slots asked for")
         if self._fallback:
             self._fallback = False
         self._adopt(bucket, answer[7], int(answer[6]))
         self.live = max(1, int(answer[8]))
         control, _, _ = self._local.snapshot(bucket)
-        return Slot(
-            wait=max(0.0, wait),
-            busy=_number(answer[3]) + _booked(wait, paused),
-            sent=_number(answer[4]),
-            backlogged=bool(int(answer[5])),
-            control=control,
-            version=self._versions[bucket],
-            interval=_number(answer[10]),
-            tat=_number(answer[9]),
-        )
+        busy, sent, backlogged = _number(answer[3]), _number(answer[4]), bool(int(answer[5]))
+        tat, interval = _number(answer[9]), _number(answer[10])
+        version = self._versions[bucket]
+        return [
+            Slot(
+                wait=max(0.0, each),
+                busy=busy + _booked(each, paused),
+                sent=sent,
+                backlogged=backlogged or index > 0,
+                control=control,
+                version=version,
+                interval=interval,
+                # Each slot moved tat on by one interval: after slot i, the last's less the rest.
+                tat=tat - (count - 1 - index) * interval,
+            )
+            for index, each in enumerate(waits)
+        ]
 
-    async def release(self, bucket: BucketName, slot: Slot) -> None:
-        """Give a reserved slot back, in Redis if it was reserved there."""
+    async def release(self, bucket: BucketName, slot: Slot, count: int = 1) -> None:
+        """Give reserved slots back, in Redis if they were reserved there (see :class:`Store`)."""
         if math.isnan(slot.tat):
-            self._local.give_back(bucket, slot)
+            self._local.give_back(bucket, slot, count)
             return
         if not slot.interval:
             return
         shared = self._redis
         script = shared.script("release", _RELEASE)
-        args = [repr(slot.tat), repr(slot.interval)]
+        args = [repr(slot.tat), repr(slot.interval), str(count)]
         # A slot not given back is one request's worth of rate, no more.
         with contextlib.suppress(RedisUnavailableError):
             await shared.call(lambda: script(keys=[self._key(bucket)], args=args))

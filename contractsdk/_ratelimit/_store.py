@@ -185,11 +185,22 @@ class Store(Protocol):
         """Reserve the next slot, or return the wait (a float) if it exceeds ``max_wait``."""
         ...
 
-    async def release(self, bucket: BucketName, slot: Slot) -> None:
-        """Give a reserved slot back (its holder gave up, or reserves again).
+    async def reserve_many(
+        self, bucket: BucketName, schedule: Schedule, count: int, *, max_wait: float | None
+    ) -> list[Slot] | float:
+        """Reserve up to ``count`` slots one after another, in one round trip.
 
-        Undone only if no reservation came after it; otherwise the slot is lost (one
-        request's worth of rate). Either way it no longer counts as sent.
+        ``max_wait`` bounds the first; the others follow it at the schedule's pace. Fewer
+        than ``count`` may come back (never none).
+        """
+        ...
+
+    async def release(self, bucket: BucketName, slot: Slot, count: int = 1) -> None:
+        """Give reserved slots back (their holders gave up, or reserve again).
+
+        ``slot`` is the last of ``count`` consecutive slots of one reservation. Undone only
+        if no reservation came after them; otherwise they are lost (a request's worth of
+        rate each). Either way they no longer count as sent.
         """
         ...
 
@@ -469,12 +480,13 @@ class LocalStore:
         state = self._buckets[bucket]
         return state.meter.rate(state.busy)
 
-    def give_back(self, bucket: BucketName, slot: Slot) -> None:
-        """Undo a reservation if nothing moved the schedule since (see :meth:`Store.release`)."""
+    def give_back(self, bucket: BucketName, slot: Slot, count: int = 1) -> None:
+        """Undo reservations if nothing moved the schedule since (see :meth:`Store.release`)."""
         state = self._buckets[bucket]
-        state.meter.remove()
+        for _ in range(count):
+            state.meter.remove()
         if slot.interval and state.tat == slot.tat:
-            state.tat -= slot.interval
+            state.tat -= count * slot.interval
 
     def apply(
         self,
@@ -565,9 +577,16 @@ class LocalStore:
         """Reserve the next slot (never suspends)."""
         return self.take(bucket, schedule, self._clock(), max_wait=max_wait)
 
-    async def release(self, bucket: BucketName, slot: Slot) -> None:
-        """Give a reserved slot back (never suspends)."""
-        self.give_back(bucket, slot)
+    async def reserve_many(
+        self, bucket: BucketName, schedule: Schedule, count: int, *, max_wait: float | None
+    ) -> list[Slot] | float:
+        """Reserve one slot (never suspends: a queue here needs no batch)."""
+        slot = self.take(bucket, schedule, self._clock(), max_wait=max_wait)
+        return slot if isinstance(slot, float) else [slot]
+
+    async def release(self, bucket: BucketName, slot: Slot, count: int = 1) -> None:
+        """Give reserved slots back (never suspends)."""
+        self.give_back(bucket, slot, count)
 
     async def update(
         self,

@@ -1,0 +1,172 @@
+"""Reserving ahead through a Redis a round trip away (the pipelined queue: ``_queue.py``).
+
+The Redis is real; a TCP proxy in its own process (``benchmarks/_delayproxy.py``) holds
+what it forwards 5 ms each way, as a Redis in another zone would. Every slot reserved is
+counted: each must be granted or given back, none left behind or lost. Durations appear
+only as the lower bound the limiter guarantees (never more than the rate).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import attrs
+import pytest
+
+from benchmarks._delayproxy import DelayProxy
+from contractsdk import RateLimits
+from contractsdk._ratelimit import Grant, RateLimiter, Slot
+from contractsdk._ratelimit._queue import _Queue
+from contractsdk._ratelimit._redis import RedisStore
+from tests._redisserver import RedisServer
+from tests.test_ratelimit_redis import shared_limiter, shared_now, shared_store
+
+
+@pytest.fixture
+def far_redis(redis_server: RedisServer) -> Iterator[str]:
+    """The test's Redis, 5 ms away each way."""
+    with DelayProxy(redis_server.port, 5) as proxy:
+        yield f"redis://127.0.0.1:{proxy.port}/0"
+
+
+@attrs.define
+class Ledger:
+    """Every slot a store reserved (per call) and gave back."""
+
+    batches: list[int] = attrs.Factory(list)
+    released: int = 0
+    tats: list[float] = attrs.Factory(list)  # where the schedule ended after each slot
+    released_tats: list[float] = attrs.Factory(list)  # the last of each run given back
+
+    @property
+    def reserved(self) -> int:
+        return sum(self.batches)
+
+
+def keep_ledger(store: RedisStore, monkeypatch: pytest.MonkeyPatch) -> Ledger:
+    ledger = Ledger()
+    reserve_many, release = store.reserve_many, store.release
+
+    async def counted_reserve(*args: Any, **kwargs: Any) -> list[Slot] | float:
+        slots = await reserve_many(*args, **kwargs)
+        if isinstance(slots, list):
+            ledger.batches.append(len(slots))
+            ledger.tats += [slot.tat for slot in slots]
+        return slots
+
+    async def counted_release(bucket: Any, slot: Slot, count: int = 1) -> None:
+        ledger.released += count
+        ledger.released_tats.append(slot.tat)
+        await release(bucket, slot, count)
+
+    monkeypatch.setattr(store, "reserve_many", counted_reserve)
+    monkeypatch.setattr(store, "release", counted_release)
+    return ledger
+
+
+@pytest.fixture
+async def far_limiter(far_redis: str, request: pytest.FixtureRequest) -> AsyncIterator[RateLimiter]:
+    rate = request.param
+    limiter = shared_limiter(far_redis, RateLimits(write=rate, burst=1))
+    try:
+        # Connected, and the script loaded (several round trips) before the test begins.
+        await limiter.record(await limiter.acquire("POST"), 200, {})
+        yield limiter
+    finally:
+        await limiter.aclose()
+
+
+async def grant_all(limiter: RateLimiter, count: int) -> list[Grant]:
+    async def one() -> Grant:
+        grant = await limiter.acquire("POST")
+        await limiter.record(grant, 200, {})
+        return grant
+
+    return await asyncio.wait_for(asyncio.gather(*(one() for _ in range(count))), 30)
+
+
+def write_queue(limiter: RateLimiter) -> _Queue:
+    return limiter._queues["write"]
+
+
+async def until(condition: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never came"
+        await asyncio.sleep(0.001)
+
+
+@pytest.mark.parametrize("far_limiter", [200.0], indirect=True)
+async def test_a_far_redis_is_reserved_ahead_in_batches(
+    far_limiter: RateLimiter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Slots for the waiters behind the head come several to a round trip; none is lost.
+
+    One reservation at a time, a client 10 ms from Redis got at most 100 slots a second,
+    whatever its rate. Reserved ahead, every slot is still granted: none more than the
+    waiters need, none left over, and never faster than the rate.
+    """
+    ledger = keep_ledger(shared_store(far_limiter), monkeypatch)
+    start = time.monotonic()
+    await grant_all(far_limiter, 60)
+    assert time.monotonic() - start >= 59 / 200 * 0.95
+    assert shared_now(far_limiter)
+    assert write_queue(far_limiter).round_trip >= 0.009  # 5 ms each way, measured
+    assert max(ledger.batches) > 1
+    assert len(ledger.batches) < 30  # fewer round trips than grants
+    assert ledger.reserved == 60
+    assert ledger.released == 0
+    assert not write_queue(far_limiter)._held
+
+
+@pytest.mark.parametrize("far_limiter", [100.0], indirect=True)
+async def test_a_pause_gives_back_every_slot_reserved_ahead(
+    far_limiter: RateLimiter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 429's pause voids the slots reserved ahead: each is given back, and reserved anew.
+
+    Kept, they would send requests into the pause; left unreturned, each would be a slot
+    of the fleet's schedule lost.
+    """
+    ledger = keep_ledger(shared_store(far_limiter), monkeypatch)
+    queue = write_queue(far_limiter)
+    waiting = asyncio.ensure_future(grant_all(far_limiter, 40))
+    await until(lambda: len(queue._held) > 0)
+    grant = Grant("write", queue.epoch, 0.0, queue.overloads)
+    await far_limiter.record(grant, 429, {"retry-after-ms": "50"})
+    grants = await waiting
+    assert len(grants) == 40
+    assert ledger.released >= 1
+    assert ledger.reserved - ledger.released == 40  # each slot granted or given back
+    assert not queue._held
+
+
+@pytest.mark.parametrize("far_limiter", [50.0], indirect=True)
+async def test_a_head_that_leaves_leaves_its_slot_to_the_next(
+    far_limiter: RateLimiter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cancelled while it sleeps, the head's slot goes to the waiter behind it.
+
+    Given back, it would be lost: the slots reserved after it hold the schedule's end.
+    A slot too many that leaves behind (reserved ahead for the waiter that took the
+    head's) is the schedule's last, given back once nobody waits: undone, not lost.
+    """
+    store, queue = shared_store(far_limiter), write_queue(far_limiter)
+    for _ in range(4):  # as another process: the head's slot lies 0.1 s ahead
+        await store.reserve("write", queue.schedule, max_wait=None)
+    ledger = keep_ledger(store, monkeypatch)
+    head = asyncio.ensure_future(far_limiter.acquire("POST"))
+    await until(lambda: queue._wake is not None)  # the head sleeps on its slot
+    rest = asyncio.ensure_future(grant_all(far_limiter, 5))
+    await until(lambda: len(queue._held) > 0)  # reserved ahead for them
+    head.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await head
+    assert len(await rest) == 5
+    await queue.stop()  # the slot left over is given back in the background
+    assert ledger.reserved - ledger.released == 5
+    # None given back, or (reserved for a waiter the head's slot went to) the last one.
+    assert ledger.released_tats in ([], [max(ledger.tats)])
