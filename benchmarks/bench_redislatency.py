@@ -1,9 +1,10 @@
 """How far may Redis be? One process's grants per second through a Redis a network away.
 
-A client's queue holds one reservation at a time, its head's: the next waiter reserves
-once the head's grant came, so one process takes at most one slot per round trip to
-Redis (plus its own work). This measures that ceiling: K clients in one process (K = 1,
-and 4 for a fleet, each its own queue) take N grants from a shared limiter told R/s with
+Held to one reservation at a time, a client would take at most one slot per round trip
+to Redis (plus its own work); once a round trip spans a quarter of an interval, its queue
+reserves ahead for the waiters behind the head, several slots a round trip (``_queue.py``).
+This measures what that keeps: K clients in one process (K = 1, and 4 for a fleet, each
+its own queue) take N grants, all requested at once, from a shared limiter told R/s with
 no burst, through ``_delayproxy.py``, which holds every chunk D ms in each direction; the
 ``PING ms`` column is the round trip that results (the proxy's own scheduling included).
 ``÷ R`` is grants per second ÷ 0.99 R (the pace a told limit is kept at); ``ms/grant`` is
@@ -33,7 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks redislatency", description=__doc__.partition("\n")[0]
     )
-    parser.add_argument("--delays", default="0,0.5,2,5", help="ms added each way (list)")
+    parser.add_argument("--delays", default="0,0.5,2,5,10", help="ms added each way (list)")
     parser.add_argument("--rates", default="100,300,1000", help="R, grants per second (list)")
     parser.add_argument("--clients", default="1,4", help="K, clients in the process (list)")
     parser.add_argument("--seconds", type=float, default=1.0, help="grants per row: R × this")
@@ -109,7 +110,8 @@ def run(argv: Sequence[str] = ()) -> None:
                     print(line)
     print()
     print(
-        "Each client holds one reservation at a time: one slot per round trip to Redis. K "
-        "clients (or\nprocesses) hold K: at R a process needs a round trip well under 1/R, "
-        "or more clients."
+        "Once a round trip to Redis spans a quarter of an interval (1/R), a client reserves "
+        "ahead for\nthe requests queued behind its next one: several slots a round trip, "
+        "while it waits. Each row\ncounts from the first request, so the first "
+        "reservation's round trip is in it."
     )
