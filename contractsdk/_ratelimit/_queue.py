@@ -6,7 +6,7 @@ queue as a new schedule (:meth:`_Queue.reschedule`). The invariants are listed i
 ``_limiter.py``'s docstring.
 
 Through a store a round trip away (Redis), one reservation at a time would cap a client at
-one slot per round trip: 90 % of 100/s at 11 ms. Once a round trip spans a tenth of an
+one slot per round trip: 90 % of 100/s at 11 ms. Once a round trip spans a quarter of an
 interval or more, the queue reserves ahead for the waiters behind its head (*pipelined*):
 several slots in one round trip, and the next ones while the head sleeps, so that the
 reservations keep ahead of the schedule. The slots reserved ahead belong to the queue, not
