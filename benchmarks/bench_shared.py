@@ -43,6 +43,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from benchmarks._charts import Line, Panel, command_line, rates_over_time, run_note
+from benchmarks._delayproxy import DelayProxy
 from benchmarks._harness import Server, environment_line, table
 from benchmarks._limiters import Limits
 from benchmarks._nginx import NginxServer, nginx_binary, nginx_rate
@@ -107,7 +108,7 @@ def _specs(
             phases=(args.duration,),
             write=write,
             burst=burst,
-            redis=redis.url if row.redis and redis is not None else None,
+            redis=args.redis_url if row.redis and redis is not None else None,
             name=f"{row.key}{index}",
         )
         for index in range(k)
@@ -219,6 +220,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--server", choices=("token-bucket", "nginx", "all"), default="all")
     parser.add_argument("--rows", default="abcd", help="which rows, e.g. bc")
     parser.add_argument(
+        "--redis-delay",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="reach Redis through a proxy that holds each way MS ms (a Redis a network away)",
+    )
+    parser.add_argument(
         "--chart",
         metavar="DIR",
         type=Path,
@@ -287,6 +295,12 @@ def run(argv: Sequence[str] = ()) -> None:
         redis = stack.enter_context(RedisServer()) if redis_binary() else None
         if redis is None:
             print("redis-server is not installed: the Redis rows are skipped.")
+        elif args.redis_delay:
+            proxy = stack.enter_context(DelayProxy(redis.port, args.redis_delay))
+            args.redis_url = f"redis://127.0.0.1:{proxy.port}/0"
+            print(f"Redis {args.redis_delay:g} ms away each way (through a delaying proxy)")
+        else:
+            args.redis_url = redis.url
         panels: list[Panel] = []
         for name, server in _servers(args):
             with server as running:

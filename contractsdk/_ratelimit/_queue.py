@@ -162,6 +162,7 @@ class _Queue:
         self._returning: set[asyncio.Task[None]] = set()  # slots left over, being given back
         self._trips = 0
         self.round_trip = 0.0
+        self._behind = False  # the last reservation found the shared schedule behind us
 
     # -- the schedule the store hands slots out by ---------------------------------------
 
@@ -323,6 +324,8 @@ class _Queue:
             generation = self._generation
             slot, due = await self._take_slot(waiter, schedule)
             now = limiter._clock()
+            if len(self._queue) == 1:
+                self._behind = False  # nobody waits behind: nothing to reserve ahead for
             if due <= now + _EPSILON:
                 if slot.late > 0:  # due while this waiter waited: lost to a late loop
                     self.lost_meter.add(slot.busy, min(slot.late, now - waiter.arrived))
@@ -393,17 +396,26 @@ class _Queue:
         max_wait = None if waiter.deadline is None else max(0.0, waiter.deadline - now)
         generation = self._generation
         count = self._batch(len(self._queue))
+        paused = self._paused_until()
         slots = await limiter._store.reserve_many(self.name, schedule, count, max_wait=max_wait)
         after = limiter._clock()
+        self._pause_news(paused, after)
         if isinstance(slots, float):
             raise self._timeout_error(after + slots - waiter.arrived, waiter)
         (first, due), *rest = self._placed(slots, now, after)
         self._held.extend((slot, when, generation) for slot, when in rest)
+        # Due at once with others waiting: the shared schedule had a free slot that nobody
+        # took, so this process, one round trip per slot, is what holds them back.
+        self._behind = first.wait <= 0 and len(self._queue) > 1
         return first, due
 
     def _lead(self) -> float:
-        """Slots that fall due during one round trip to the store (0.0 in this process)."""
-        if self._bucket is not None or not self.round_trip:
+        """Slots that fall due during one round trip to the store, when it holds us back.
+
+        0.0 in this process's store, and while the shared schedule is ahead of this
+        process (its slots come back in the future: other processes keep it full).
+        """
+        if self._bucket is not None or not self.round_trip or not self._behind:
             return 0.0
         rate = self.schedule.rate
         return math.inf if rate is None else self.round_trip * rate
@@ -452,10 +464,12 @@ class _Queue:
         limiter = self._limiter
         try:
             before = limiter._clock()
+            paused = self._paused_until()
             slots = await limiter._store.reserve_many(self.name, schedule, count, max_wait=None)
             if isinstance(slots, float):  # no max_wait: never
                 return
             placed = self._placed(slots, before, limiter._clock())
+            self._pause_news(paused, limiter._clock())
             if generation != self._generation or not self._queue:  # void, or nobody left
                 await self._give_back(slots)
                 return
@@ -464,6 +478,19 @@ class _Queue:
             pass
         finally:
             self._refill = None
+
+    def _paused_until(self) -> float:
+        return self._limiter._store.snapshot(self.name)[2]
+
+    def _pause_news(self, known: float, now: float) -> None:
+        """Void what is reserved ahead if the store's answer shows a pause it did not know of.
+
+        Another process's 429 paused the bucket: the slots this one reserved before then
+        fall in the pause (the store placed the new ones after it, but reserved with them
+        they are given back too: simpler, and the pause costs more than a round trip).
+        """
+        if (self._held or self._wake is not None) and self._paused_until() > max(known, now):
+            self._invalidate()
 
     def _shrink(self, due: float, now: float, ratio: float) -> float:
         """Shrink what is left of the waits, the head's and the held slots', by ``ratio``."""
