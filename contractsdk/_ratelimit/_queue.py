@@ -46,8 +46,9 @@ _TIMER_SLACK = 0.001
 IDLE_SPREAD = 0.01
 #: A rate rise this large wakes the sleeping head to reserve again sooner.
 _KICK_RATIO = 1.05
-#: A shared queue reserves ahead once this many slots fall due during one round trip.
-PIPELINE_FROM = 0.25
+#: A shared queue reserves ahead, when behind, once this many slots of its share of the
+#: rate fall due during one round trip.
+PIPELINE_FROM = 0.05
 #: The most slots one reservation takes ahead.
 MAX_BATCH = 128
 
@@ -163,6 +164,7 @@ class _Queue:
         self._trips = 0
         self.round_trip = 0.0
         self._behind = False  # the last reservation found the shared schedule behind us
+        self._head_due = 0.0  # when the head's slot falls due
 
     # -- the schedule the store hands slots out by ---------------------------------------
 
@@ -330,6 +332,7 @@ class _Queue:
                 if slot.late > 0:  # due while this waiter waited: lost to a late loop
                     self.lost_meter.add(slot.busy, min(slot.late, now - waiter.arrived))
                 return slot
+            self._head_due = due
             self._reserve_ahead()
             # The rate the slot was placed at: the store's, which a shared one may have
             # set faster than the schedule this process knew.
@@ -404,9 +407,10 @@ class _Queue:
             raise self._timeout_error(after + slots - waiter.arrived, waiter)
         (first, due), *rest = self._placed(slots, now, after)
         self._held.extend((slot, when, generation) for slot, when in rest)
-        # Due at once with others waiting: the shared schedule had a free slot that nobody
-        # took, so this process, one round trip per slot, is what holds them back.
-        self._behind = first.wait <= 0 and len(self._queue) > 1
+        # Due within a round trip with others waiting: the shared schedule had free slots
+        # (nobody took them) or nearly, so this process, a round trip per slot, is what
+        # holds them back.
+        self._behind = first.wait < self.round_trip and len(self._queue) > 1
         return first, due
 
     def _lead(self) -> float:
@@ -418,12 +422,17 @@ class _Queue:
         if self._bucket is not None or not self.round_trip or not self._behind:
             return 0.0
         rate = self.schedule.rate
-        return math.inf if rate is None else self.round_trip * rate
+        if rate is None:
+            return math.inf
+        # This process's share of the rate: processes that share it reserve ahead for
+        # their part each, not for all of it.
+        lead = self.round_trip * rate / max(1, self._limiter._store.live)
+        return lead if lead >= PIPELINE_FROM else 0.0
 
     def _batch(self, waiting: int) -> int:
         """How many slots to reserve at once for ``waiting`` waiters without one."""
         lead = self._lead()
-        if lead < PIPELINE_FROM:
+        if not lead:
             return 1
         # Two round trips' worth: the next reservation, made as the held slots run low,
         # comes back before they run out.
@@ -452,15 +461,21 @@ class _Queue:
             return
         lead = self._lead()
         wanted = len(self._queue) - 1 - len(self._held)  # behind the head, without a slot
-        if lead < PIPELINE_FROM or wanted <= 0 or len(self._held) > 2 * lead:
+        if not lead or wanted <= 0 or len(self._held) > 2 * lead:
             return
         count = self._batch(wanted)
+        tail = self._held[-1][1] if self._held else self._head_due
         self._refill = asyncio.get_running_loop().create_task(
-            self._fill(count, self.schedule, self._generation)
+            self._fill(count, self.schedule, self._generation, tail)
         )
 
-    async def _fill(self, count: int, schedule: Schedule, generation: int) -> None:
-        """Reserve ``count`` slots ahead; void by the time they come, give them back."""
+    async def _fill(self, count: int, schedule: Schedule, generation: int, tail: float) -> None:
+        """Reserve ``count`` slots ahead of the last one held (due at ``tail``).
+
+        Void by the time they come, they are given back. Come a round trip or more after
+        ``tail``, others took the slots between: the schedule is ahead of this process, and
+        it stops reserving ahead.
+        """
         limiter = self._limiter
         try:
             before = limiter._clock()
@@ -474,6 +489,8 @@ class _Queue:
                 await self._give_back(slots)
                 return
             self._held.extend((slot, when, generation) for slot, when in placed)
+            if placed[0][1] - tail >= self.round_trip:
+                self._behind = False
         except Exception:  # best effort: the head reserves for itself instead
             pass
         finally:
