@@ -1,8 +1,8 @@
 """How far may Redis be? One process's grants per second through a Redis a network away.
 
 Held to one reservation at a time, a client would take at most one slot per round trip
-to Redis (plus its own work); once a round trip spans a quarter of an interval, its queue
-reserves ahead for the waiters behind the head, several slots a round trip (``_queue.py``).
+to Redis (plus its own work); while its round trips hold it back, its queue reserves
+ahead for the waiters behind the head, several slots a round trip (``_queue.py``).
 This measures what that keeps: K clients in one process (K = 1, and 4 for a fleet, each
 its own queue) take N grants, all requested at once, from a shared limiter told R/s with
 no burst, through ``_delayproxy.py``, which holds every chunk D ms in each direction; the
@@ -110,8 +110,7 @@ def run(argv: Sequence[str] = ()) -> None:
                     print(line)
     print()
     print(
-        "Once a round trip to Redis spans a quarter of an interval (1/R), a client reserves "
-        "ahead for\nthe requests queued behind its next one: several slots a round trip, "
-        "while it waits. Each row\ncounts from the first request, so the first "
-        "reservation's round trip is in it."
+        "While its round trips hold it back, a client reserves ahead for the requests queued "
+        "behind\nits next one: several slots a round trip, while it waits. Each row counts "
+        "from the first\nrequest, so the first reservation's round trip is in it."
     )

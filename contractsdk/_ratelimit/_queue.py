@@ -6,12 +6,16 @@ queue as a new schedule (:meth:`_Queue.reschedule`). The invariants are listed i
 ``_limiter.py``'s docstring.
 
 Through a store a round trip away (Redis), one reservation at a time would cap a client at
-one slot per round trip: 90 % of 100/s at 11 ms. Once a round trip spans a quarter of an
-interval or more, the queue reserves ahead for the waiters behind its head (*pipelined*):
-several slots in one round trip, and the next ones while the head sleeps, so that the
-reservations keep ahead of the schedule. The slots reserved ahead belong to the queue, not
-to a waiter: each head takes the first; a waiter that leaves takes none with it; a pause
-or a slower rate voids them all, and they are given back.
+one slot per round trip: 90 % of 100/s at 11 ms. While its round trips are what hold it
+back (a slot of its own came back due within one, with waiters behind the head), the
+queue reserves ahead for those waiters (*pipelined*): two round trips' worth of its share
+of the rate in one call, and the next ones while the head sleeps. When a batch comes back
+a round trip or more after the last slot held, others took the slots between: the
+schedule is ahead of this process, and it goes back to one at a time (slots reserved
+ahead then only sit further from the answers that move the rate). The slots reserved
+ahead belong to the queue, not to a waiter: each head takes the first; a waiter that
+leaves takes none with it; a pause or a slower rate voids them all, and they are given
+back; left over when nobody waits, they are given back too.
 """
 
 from __future__ import annotations
