@@ -194,3 +194,31 @@ async def test_no_slot_is_reserved_ahead_while_the_schedule_is_ahead(
     assert sum(batches) == 160  # none lost, none left over
     ahead = sum(batch > 1 for batch in batches)
     assert ahead <= len(batches) // 5, batches
+
+
+async def test_a_pause_another_process_wrote_voids_what_was_reserved_ahead(
+    far_redis: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process's 429 paused the bucket: the slots reserved before it are given back.
+
+    They fall in the pause. The answer of the next reservation shows the pause; the slots
+    it brings (placed after the pause) go back with them, and are reserved anew.
+    """
+    limits = RateLimits(write=200, burst=1)
+    ahead, other = (shared_limiter(far_redis, limits) for _ in range(2))
+    try:
+        for limiter in (ahead, other):  # connected, the script loaded
+            await limiter.record(await limiter.acquire("POST"), 200, {})
+        ledger = keep_ledger(shared_store(ahead), monkeypatch)
+        queue = write_queue(ahead)
+        waiting = asyncio.ensure_future(grant_all(ahead, 60))
+        await until(lambda: len(queue._held) > 1)
+        grant = await other.acquire("POST")
+        await other.record(grant, 429, {"retry-after-ms": "200"})
+        grants = await waiting
+    finally:
+        for limiter in (ahead, other):
+            await limiter.aclose()
+    assert len(grants) == 60
+    assert ledger.released >= 1  # it never saw a 429 itself
+    assert ledger.reserved - ledger.released == 60
