@@ -174,26 +174,37 @@ async def test_no_slot_is_reserved_ahead_while_the_schedule_is_ahead(
 ) -> None:
     """Enough clients keep the shared schedule full: their slots come back well ahead.
 
-    Eight, each a round trip (10 ms) per slot, could take 760 a second of a rate of 400:
-    their round trips do not hold them back, and slots reserved ahead would only sit
-    further from the answers that move the rate (four processes learning against nginx
-    through a Redis 5 ms away fell from 0.95 to 0.77-0.88 of the limit). So each reserves
-    one at a time, but for a few as the fleet starts (7-10 of about 100 calls; reserving
-    ahead on the round trip alone, whoever fills the schedule: 72 of 88).
+    Eight, each a round trip (10 ms) per slot, could take 760 a second of a rate of 100:
+    their round trips do not hold them back (each slot comes back behind the other
+    seven's, 70 ms ahead), and slots reserved ahead would only sit further from the
+    answers that move the rate (four processes learning against nginx through a Redis
+    5 ms away fell from 0.95 to 0.77-0.88 of the limit). So each reserves one at a time,
+    but for a few as the fleet starts.
     """
-    limiters = [shared_limiter(far_redis, RateLimits(write=400, burst=1)) for _ in range(8)]
+    limiters = [shared_limiter(far_redis, RateLimits(write=100, burst=1)) for _ in range(8)]
+    refills: list[int] = []
     try:
         for limiter in limiters:  # connected, the script loaded
             await limiter.record(await limiter.acquire("POST"), 200, {})
         ledgers = [keep_ledger(shared_store(limiter), monkeypatch) for limiter in limiters]
-        await asyncio.gather(*(grant_all(limiter, 20) for limiter in limiters))
+        for limiter in limiters:
+            queue = write_queue(limiter)
+            monkeypatch.setattr(queue, "_fill", _counted(queue._fill, refills))
+        await asyncio.gather(*(grant_all(limiter, 10) for limiter in limiters))
     finally:
         for limiter in limiters:
             await limiter.aclose()
     batches = [batch for ledger in ledgers for batch in ledger.batches]
-    assert sum(batches) == 160  # none lost, none left over
-    ahead = sum(batch > 1 for batch in batches)
-    assert ahead <= len(batches) // 5, batches
+    assert sum(batches) == 80  # none lost, none left over
+    assert len(refills) <= len(batches) // 5, (len(refills), batches)
+
+
+def _counted(fill: Any, calls: list[int]) -> Any:
+    async def counted(*args: Any) -> None:
+        calls.append(1)
+        await fill(*args)
+
+    return counted
 
 
 async def test_a_pause_another_process_wrote_voids_what_was_reserved_ahead(
@@ -201,17 +212,28 @@ async def test_a_pause_another_process_wrote_voids_what_was_reserved_ahead(
 ) -> None:
     """Another process's 429 paused the bucket: the slots reserved before it are given back.
 
-    They fall in the pause. The answer of the next reservation shows the pause; the slots
-    it brings (placed after the pause) go back with them, and are reserved anew.
+    They fall in the pause. The answer of the next reservation shows the pause; when this
+    process then holds slots (or its head sleeps on one), they go back, with those the
+    answer brought, and are reserved anew. (Whether it holds any at that moment is the
+    machine's timing: the test checks what it did against what it held.)
     """
-    limits = RateLimits(write=200, burst=1)
+    limits = RateLimits(write=1000, burst=1)  # ten slots a round trip: it reserves ahead
     ahead, other = (shared_limiter(far_redis, limits) for _ in range(2))
+    news: list[bool] = []  # for each answer showing the pause: whether it held slots then
     try:
         for limiter in (ahead, other):  # connected, the script loaded
             await limiter.record(await limiter.acquire("POST"), 200, {})
         ledger = keep_ledger(shared_store(ahead), monkeypatch)
         queue = write_queue(ahead)
-        waiting = asyncio.ensure_future(grant_all(ahead, 60))
+        pause_news = queue._pause_news
+
+        def watched(known: float, now: float) -> None:
+            if queue._paused_until() > max(known, now):
+                news.append(bool(queue._held) or queue._wake is not None)
+            pause_news(known, now)
+
+        monkeypatch.setattr(queue, "_pause_news", watched)
+        waiting = asyncio.ensure_future(grant_all(ahead, 300))
         await until(lambda: len(queue._held) > 1)
         grant = await other.acquire("POST")
         await other.record(grant, 429, {"retry-after-ms": "200"})
@@ -219,6 +241,8 @@ async def test_a_pause_another_process_wrote_voids_what_was_reserved_ahead(
     finally:
         for limiter in (ahead, other):
             await limiter.aclose()
-    assert len(grants) == 60
-    assert ledger.released >= 1  # it never saw a 429 itself
-    assert ledger.reserved - ledger.released == 60
+    assert len(grants) == 300
+    assert news  # it heard of the pause, from a reservation's answer: it saw no 429
+    if news[0]:
+        assert ledger.released >= 1
+    assert ledger.reserved - ledger.released == 300  # each slot granted or given back
