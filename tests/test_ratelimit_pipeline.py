@@ -1,4 +1,4 @@
-"""Reserving ahead through a Redis a round trip away (the pipelined queue: ``_queue.py``).
+"""A Redis a round trip away: reserving ahead (``_queue.py``), and the first call.
 
 The Redis is real; a TCP proxy in its own process (``benchmarks/_delayproxy.py``) holds
 what it forwards 5 ms each way, as a Redis in another zone would. Every slot reserved is
@@ -246,3 +246,25 @@ async def test_a_pause_another_process_wrote_voids_what_was_reserved_ahead(
     if news[0]:
         assert ledger.released >= 1
     assert ledger.reserved - ledger.released == 300  # each slot granted or given back
+
+
+async def test_a_redis_50_ms_away_is_shared_from_the_first_call(
+    redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Connecting and the first script take three round trips, within a call's 0.25 s.
+
+    With EVALSHA first (NOSCRIPT, SCRIPT LOAD, EVALSHA again) they took five: every call
+    timed out on a fresh connection, and each process went on alone for good.
+    """
+    with DelayProxy(redis_server.port, 25) as proxy:
+        limiter = shared_limiter(
+            f"redis://127.0.0.1:{proxy.port}/0", RateLimits(write=100, burst=1)
+        )
+        try:
+            await limiter.record(await limiter.acquire("POST"), 200, {})
+            assert shared_now(limiter)
+            await grant_all(limiter, 5)
+            assert shared_now(limiter)
+        finally:
+            await limiter.aclose()
+    assert "unreachable" not in caplog.text
