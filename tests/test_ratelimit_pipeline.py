@@ -9,6 +9,7 @@ only as the lower bound the limiter guarantees (never more than the rate).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -268,3 +269,36 @@ async def test_a_redis_50_ms_away_is_shared_from_the_first_call(
         finally:
             await limiter.aclose()
     assert "unreachable" not in caplog.text
+
+
+@pytest.mark.parametrize("far_limiter", [1000.0], indirect=True)
+async def test_slots_reserved_ahead_fall_due_an_interval_apart(
+    far_limiter: RateLimiter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batch after batch, one client's next slot is never due sooner than the interval.
+
+    A batch whose first slot was already due when its answer came moves on, to now, by up
+    to half a round trip; the batches after it continue it in the store's schedule and
+    move on as far. Placed as the store said instead, they fell due with the first's last
+    slots, two at once for half a round trip: 51 ms away at 1,000/s, half the rate went.
+    """
+    queue = write_queue(far_limiter)
+    placed_in_order: list[tuple[Slot, float]] = []
+    placed = queue._placed
+
+    def watched(*args: Any) -> list[tuple[Slot, float]]:
+        result = placed(*args)
+        placed_in_order.extend(result)
+        return result
+
+    monkeypatch.setattr(queue, "_placed", watched)
+    await grant_all(far_limiter, 300)
+    assert len(placed_in_order) == 300
+    interval = 1 / 1000
+    follows = [
+        (later - earlier, slot.tat - before.tat)
+        for (before, earlier), (slot, later) in itertools.pairwise(placed_in_order)
+        if abs(slot.tat - before.tat - interval) < interval / 2  # nothing between
+    ]
+    assert len(follows) > 200
+    assert min(gap for gap, _ in follows) >= interval - 1e-6, follows

@@ -168,7 +168,10 @@ class _Queue:
         self._trips = 0
         self.round_trip = 0.0
         self._behind = False  # the last reservation found the shared schedule behind us
-        self._head_due = 0.0  # when the head's slot falls due
+        # The head's slot and when it falls due; what the last batch's slots were moved
+        # on by (see _placed).
+        self._head: tuple[Slot, float] | None = None
+        self._shift = 0.0
 
     # -- the schedule the store hands slots out by ---------------------------------------
 
@@ -336,7 +339,7 @@ class _Queue:
                 if slot.late > 0:  # due while this waiter waited: lost to a late loop
                     self.lost_meter.add(slot.busy, min(slot.late, now - waiter.arrived))
                 return slot
-            self._head_due = due
+            self._head = (slot, due)
             self._reserve_ahead()
             # The rate the slot was placed at: the store's, which a shared one may have
             # set faster than the schedule this process knew.
@@ -443,12 +446,21 @@ class _Queue:
         ahead = MAX_BATCH if math.isinf(lead) else 1 + int(2 * lead)
         return max(1, min(waiting, ahead, MAX_BATCH))
 
-    def _placed(self, slots: list[Slot], before: float, after: float) -> list[tuple[Slot, float]]:
+    def _placed(
+        self,
+        slots: list[Slot],
+        before: float,
+        after: float,
+        follows: tuple[Slot, float] | None = None,
+    ) -> list[tuple[Slot, float]]:
         """The local time each of a reservation's slots falls due; the round trip averaged in.
 
         The store's clock placed them about halfway through the round trip. Slots already
         due when the answer came (the store's schedule had fallen behind) move on together,
-        the first to now: one after another, never at once.
+        the first to now: one after another, never at once. A batch that ``follows`` the
+        last one's last slot (and when it falls due) with nothing between moves on as far
+        as that one did, and at least an interval after it: else its first slots would
+        fall due with that one's last (and round trips that differ move the halfway mark).
         """
         if self._bucket is None:
             self._trips += 1
@@ -456,8 +468,12 @@ class _Queue:
                 trip = after - before
                 self.round_trip += (trip - self.round_trip) * (0.2 if self.round_trip else 1.0)
         at = (before + after) / 2
-        late = max(0.0, after - at - slots[0].wait) if len(slots) > 1 else 0.0
-        return [(slot, at + slot.wait + late) for slot in slots]
+        shift = max(0.0, after - at - slots[0].wait) if len(slots) > 1 else 0.0
+        first = slots[0]
+        if follows is not None and _between(follows[0], first) < first.interval / 2:
+            shift = max(shift, self._shift, follows[1] + first.interval - at - first.wait)
+        self._shift = shift
+        return [(slot, at + slot.wait + shift) for slot in slots]
 
     def _reserve_ahead(self) -> None:
         """Pipelined, start reserving for the waiters behind the head when held slots run low."""
@@ -468,17 +484,19 @@ class _Queue:
         if not lead or wanted <= 0 or len(self._held) > 2 * lead:
             return
         count = self._batch(wanted)
-        tail = self._held[-1][1] if self._held else self._head_due
+        tail = self._held[-1][:2] if self._held else self._head
         self._refill = asyncio.get_running_loop().create_task(
             self._fill(count, self.schedule, self._generation, tail)
         )
 
-    async def _fill(self, count: int, schedule: Schedule, generation: int, tail: float) -> None:
-        """Reserve ``count`` slots ahead of the last one held (due at ``tail``).
+    async def _fill(
+        self, count: int, schedule: Schedule, generation: int, tail: tuple[Slot, float] | None
+    ) -> None:
+        """Reserve ``count`` slots ahead of the last one held (``tail``, and when it is due).
 
-        Void by the time they come, they are given back. Come a round trip or more after
-        ``tail``, others took the slots between: the schedule is ahead of this process, and
-        it stops reserving ahead.
+        Void by the time they come, they are given back. When others took a round trip's
+        worth of slots between ``tail`` and them, the schedule is ahead of this process,
+        and it stops reserving ahead.
         """
         limiter = self._limiter
         try:
@@ -487,13 +505,13 @@ class _Queue:
             slots = await limiter._store.reserve_many(self.name, schedule, count, max_wait=None)
             if isinstance(slots, float):  # no max_wait: never
                 return
-            placed = self._placed(slots, before, limiter._clock())
+            placed = self._placed(slots, before, limiter._clock(), tail)
             self._pause_news(paused, limiter._clock())
             if generation != self._generation or not self._queue:  # void, or nobody left
                 await self._give_back(slots)
                 return
             self._held.extend((slot, when, generation) for slot, when in placed)
-            if placed[0][1] - tail >= self.round_trip:
+            if tail is not None and _between(tail[0], slots[0]) >= self.round_trip:
                 self._behind = False
         except Exception:  # best effort: the head reserves for itself instead
             pass
@@ -660,6 +678,14 @@ class _Queue:
     @property
     def waiting(self) -> int:
         return len(self._queue)
+
+
+def _between(earlier: Slot, later: Slot) -> float:
+    """Seconds of the store's schedule others reserved between two slots (NaN: unknown).
+
+    Read off the schedule's ``tat`` after each: one interval apart when nothing came between.
+    """
+    return later.tat - earlier.tat - later.interval
 
 
 async def _quietly(awaitable: Awaitable[None]) -> None:
