@@ -302,3 +302,26 @@ async def test_slots_reserved_ahead_fall_due_an_interval_apart(
     ]
     assert len(follows) > 200
     assert min(gap for gap, _ in follows) >= interval - 1e-6, follows
+
+
+async def test_batches_given_back_together_are_undone_together(
+    redis_server: RedisServer,
+) -> None:
+    """Two batches of a hundred slots given back leave the schedule where it was before them.
+
+    Redis sums an interval per slot onto an epoch time, each sum rounded to a quarter of a
+    microsecond: after a hundred, the batches' boundary missed a release's 1e-6 tolerance
+    and the first batch stayed booked, a second of the rate lost at 100/s.
+    """
+    limiter = shared_limiter(redis_server.url, RateLimits(write=100, burst=1))
+    try:
+        store, queue = shared_store(limiter), write_queue(limiter)
+        first = await store.reserve_many("write", queue.schedule, 100, max_wait=None)
+        second = await store.reserve_many("write", queue.schedule, 100, max_wait=None)
+        assert isinstance(first, list) and isinstance(second, list)
+        await queue._give_back(first + second)
+        again = await store.reserve("write", queue.schedule, max_wait=None)
+    finally:
+        await limiter.aclose()
+    assert isinstance(again, Slot)
+    assert again.wait < 0.1  # 2 s with the first batch still booked

@@ -552,8 +552,8 @@ class _Queue:
         for slot in sorted(slots, key=lambda slot: 0.0 if math.isnan(slot.tat) else -slot.tat):
             if runs:
                 last, count, first = runs[-1]
-                step = first.tat - slot.tat
-                if slot.interval == last.interval and abs(step - slot.interval) < 1e-6:
+                step = first.tat - slot.tat  # an interval, to rounding, when consecutive
+                if slot.interval == last.interval and abs(step - slot.interval) < slot.interval / 2:
                     runs[-1] = (last, count + 1, slot)
                     continue
             runs.append((slot, 1, slot))

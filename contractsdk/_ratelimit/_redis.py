@@ -154,7 +154,9 @@ if not tat then return 0 end
 local count = tonumber(ARGV[3])
 -- The slots are not sent, whether or not they can be undone: the send meter forgets them.
 redis.call('HSET', KEYS[1], 'm0', math.max(0, (tonumber(f[2]) or count) - count))
-if math.abs(tat - tonumber(ARGV[1])) < 1e-6 then
+-- Nothing reserved since: any reservation moves tat by an interval. Within half of one,
+-- not to the digit: tat is a sum of intervals, each rounded to a quarter microsecond.
+if math.abs(tat - tonumber(ARGV[1])) < tonumber(ARGV[2]) / 2 then
   redis.call('HSET', KEYS[1], 'tat', tat - count * tonumber(ARGV[2]))
   return 1
 end
