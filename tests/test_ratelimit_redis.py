@@ -147,7 +147,7 @@ async def test_two_clients_share_one_schedule_in_turn(
     """Two clients of one credential stay within one rate together, and take turns (FIFO).
 
     Each holds one reservation at a time, its queue's head's, as with a Redis near enough
-    (pinned: a loaded test machine's round trips can reach a quarter of the interval, and
+    (pinned: on a loaded test machine a slot can come back due within a round trip, and
     then a client reserves ahead): a client whose grant came reserves its next slot behind
     the other's, so their grants alternate.
     (One event loop, so that a process the machine puts to sleep cannot reorder them.)
