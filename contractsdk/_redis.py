@@ -238,7 +238,7 @@ class _Script:
 
     redis-py's own scripts start with EVALSHA, and on NOSCRIPT load the script and call
     again: three round trips where one does, and with connecting (two more), past a call's
-    timeout once Redis is 40 ms away.
+    timeout once a round trip to Redis takes 50 ms.
     """
 
     __slots__ = ("_client", "_known", "_lua", "_sha")

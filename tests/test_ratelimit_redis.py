@@ -40,6 +40,7 @@ from contractsdk._config import Environment
 from contractsdk._ratelimit import Grant, RateLimiter, Slot, _queue
 from contractsdk._ratelimit._control import Control
 from contractsdk._ratelimit._redis import TTL, RedisStore
+from contractsdk._ratelimit._store import Schedule
 from contractsdk._redis import SharedRedis, namespace
 from contractsdk.sandbox import SandboxServer
 from contractsdk.testing import json_response
@@ -198,8 +199,7 @@ async def test_a_fresh_shared_bucket_grants_the_known_burst(
     store, schedule = shared_store(limiter), limiter._queues["write"].schedule
     slots: list[Slot] = []
     for _ in range(6):
-        slot = await store.reserve("write", schedule, max_wait=None)
-        assert isinstance(slot, Slot)  # not refused: no max_wait
+        slot = await reserve_one(store, schedule)
         slots.append(slot)
     # Redis's clock places the slots. Each wait counts from its own reservation, so a
     # machine slow between them can only shorten the later waits, never lengthen them.
@@ -267,6 +267,13 @@ async def test_a_strike_that_goes_on_is_shared(
     assert goes_on.t_fail > struck.t_fail
 
 
+async def reserve_one(store: RedisStore, schedule: Schedule) -> Slot:
+    """One write slot, reserved as a queue's head does (no ``max_wait``: never refused)."""
+    slots = await store.reserve_many("write", schedule, 1, max_wait=None)
+    assert isinstance(slots, list)
+    return slots[0]
+
+
 def shared_store(limiter: RateLimiter) -> RedisStore:
     store = limiter._store
     assert isinstance(store, RedisStore)
@@ -284,11 +291,10 @@ async def test_a_slot_is_stamped_with_the_busy_time_it_falls_at(
     limiter = shared_limiter(redis_server.url, RateLimits(write=10, burst=1))
     limiters.append(limiter)
     store, schedule = shared_store(limiter), limiter._queues["write"].schedule
-    slots = [await store.reserve("write", schedule, max_wait=None) for _ in range(3)]
-    assert all(isinstance(slot, Slot) for slot in slots)
-    busy = [slot.busy - slot.wait for slot in slots if isinstance(slot, Slot)]
+    slots = [await reserve_one(store, schedule) for _ in range(3)]
+    busy = [slot.busy - slot.wait for slot in slots]
     assert busy == pytest.approx([busy[0]] * 3, abs=0.05)  # reserved at once: wait is busy
-    assert [slot.wait for slot in slots if isinstance(slot, Slot)][-1] >= 0.15
+    assert slots[-1].wait >= 0.15
 
 
 async def test_a_slot_given_back_in_redis_is_undone(
@@ -302,12 +308,10 @@ async def test_a_slot_given_back_in_redis_is_undone(
     limiter = shared_limiter(redis_server.url, RateLimits(write=10, burst=1))
     limiters.append(limiter)
     store, schedule = shared_store(limiter), limiter._queues["write"].schedule
-    await store.reserve("write", schedule, max_wait=None)
-    second = await store.reserve("write", schedule, max_wait=None)
-    assert isinstance(second, Slot)
+    await reserve_one(store, schedule)
+    second = await reserve_one(store, schedule)
     await store.release("write", second)
-    again = await store.reserve("write", schedule, max_wait=None)
-    assert isinstance(again, Slot)
+    again = await reserve_one(store, schedule)
     assert again.wait < 0.15  # the second's slot, 0.1 s after the first; lost, 0.2 s
     assert again.tat == pytest.approx(second.tat, abs=1e-6)
 
@@ -323,9 +327,8 @@ async def test_a_slot_given_back_is_not_counted_as_sent(
     limiter = shared_limiter(redis_server.url, RateLimits(write=10, burst=1))
     limiters.append(limiter)
     store, schedule = shared_store(limiter), limiter._queues["write"].schedule
-    first = await store.reserve("write", schedule, max_wait=None)
-    await store.reserve("write", schedule, max_wait=None)
-    assert isinstance(first, Slot)
+    first = await reserve_one(store, schedule)
+    await reserve_one(store, schedule)
     await store.release("write", first)  # not the last one: its time stays booked
     client = aioredis.Redis.from_url(redis_server.url)
     try:
@@ -349,14 +352,13 @@ async def test_a_rate_written_paces_every_process_at_once(
     limiters += [first, behind]
     store, slow = shared_store(first), first._queues["write"].schedule
     for _ in range(5):  # half a second booked at 10/s
-        await store.reserve("write", slow, max_wait=None)
+        await reserve_one(store, slow)
     control, version, _ = store.snapshot("write")
     faster = attrs.evolve(control, rate=100.0)
     fast = first._queues["write"].schedule_for(faster)
     replaced = await store.update("write", faster, version, schedule=fast, pause=0.0, tokens=None)
     assert replaced
-    slot = await shared_store(behind).reserve("write", slow, max_wait=None)
-    assert isinstance(slot, Slot)
+    slot = await reserve_one(shared_store(behind), slow)
     assert slot.interval == pytest.approx(0.01)
     assert slot.wait < 0.25  # 0.4 s of debt at 10/s is 0.04 s at 100/s
     assert behind.state.write.rate == 100.0  # and it has the new state with the answer
@@ -377,9 +379,9 @@ async def test_a_faster_rate_keeps_the_head_s_place(
     released: list[Slot] = []
     give_back = store.release
 
-    async def release(bucket: Any, slot: Slot) -> None:
+    async def release(bucket: Any, slot: Slot, count: int = 1) -> None:
         released.append(slot)
-        await give_back(bucket, slot)
+        await give_back(bucket, slot, count)
 
     monkeypatch.setattr(store, "release", release)
     await limiter.acquire("POST")
@@ -407,7 +409,7 @@ async def test_a_slot_placed_at_the_shared_rate_is_not_shrunk_again(
     store, slow = shared_store(writer), writer._queues["write"].schedule
     start = time.monotonic()  # before the first slot, which the one awaited is 0.1 s after
     for _ in range(10):  # a second booked at 10/s
-        await store.reserve("write", slow, max_wait=None)
+        await reserve_one(store, slow)
     control, version, _ = store.snapshot("write")
     faster = attrs.evolve(control, rate=100.0)
     fast = writer._queues["write"].schedule_for(faster)

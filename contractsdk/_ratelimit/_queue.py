@@ -380,10 +380,8 @@ class _Queue:
                 else:
                     await _quietly(store.release(self.name, slot))
                 raise
-            if self._held:  # void too: reserved before the pause or the slower rate
-                await _quietly(self._give_back([slot, *self._drop_held()]))
-            else:
-                await _quietly(store.release(self.name, slot))
+            # Those reserved ahead are void too: reserved before the pause or slower rate.
+            await _quietly(self._give_back([slot, *self._drop_held()]))
 
     async def _take_slot(self, waiter: _Waiter, schedule: Schedule) -> tuple[Slot, float]:
         """The head's slot and the local time it falls due: one reserved ahead, or a new one."""

@@ -319,17 +319,13 @@ class RedisStore:
         if not self._fallback:
             self._fallback = True
 
-    async def reserve(
-        self, bucket: BucketName, schedule: Schedule, *, max_wait: float | None
-    ) -> Slot | float:
-        """Reserve the next slot in Redis, or in this process's share when it is away."""
-        slots = await self.reserve_many(bucket, schedule, 1, max_wait=max_wait)
-        return slots if isinstance(slots, float) else slots[0]
-
     async def reserve_many(
         self, bucket: BucketName, schedule: Schedule, count: int, *, max_wait: float | None
     ) -> list[Slot] | float:
-        """Reserve ``count`` slots one after another in one round trip (see :class:`Store`)."""
+        """Reserve ``count`` slots one after another in Redis, in one round trip.
+
+        Redis away, one slot in this process's share (see :class:`Store`).
+        """
         shared = self._redis
         rate = schedule.rate
         control, _, _ = self._local.snapshot(bucket)

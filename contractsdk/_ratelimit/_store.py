@@ -169,7 +169,7 @@ class Store(Protocol):
 
     @property
     def synchronous(self) -> bool:
-        """Whether :meth:`reserve` completes without suspending.
+        """Whether :meth:`reserve_many` completes without suspending.
 
         Then the limiter tries it before queueing, for free.
         """
@@ -179,19 +179,14 @@ class Store(Protocol):
         """Return the last known learning state, its version and the pause end (monotonic)."""
         ...
 
-    async def reserve(
-        self, bucket: BucketName, schedule: Schedule, *, max_wait: float | None
-    ) -> Slot | float:
-        """Reserve the next slot, or return the wait (a float) if it exceeds ``max_wait``."""
-        ...
-
     async def reserve_many(
         self, bucket: BucketName, schedule: Schedule, count: int, *, max_wait: float | None
     ) -> list[Slot] | float:
         """Reserve up to ``count`` slots one after another, in one round trip.
 
-        ``max_wait`` bounds the first; the others follow it at the schedule's pace. Fewer
-        than ``count`` may come back (never none).
+        ``max_wait`` bounds the first: past it, nothing is reserved and the wait (a float)
+        comes back. The others follow it at the schedule's pace. Fewer than ``count`` may
+        come back (never none).
         """
         ...
 
@@ -451,7 +446,7 @@ class LocalStore:
     def take(
         self, bucket: BucketName, schedule: Schedule, now: float, *, max_wait: float | None
     ) -> Slot | float:
-        """Reserve synchronously (see :meth:`Store.reserve`)."""
+        """Reserve one slot synchronously (see :meth:`Store.reserve_many`)."""
         state = self._buckets[bucket]
         most = math.inf if max_wait is None else max_wait + _EPSILON
         due = state.tat - state.tau  # when the next slot fell due, as of the last grant
@@ -570,12 +565,6 @@ class LocalStore:
         """Return the learning state, its version and the pause end."""
         state = self._buckets[bucket]
         return state.control, state.version, state.paused_until
-
-    async def reserve(
-        self, bucket: BucketName, schedule: Schedule, *, max_wait: float | None
-    ) -> Slot | float:
-        """Reserve the next slot (never suspends)."""
-        return self.take(bucket, schedule, self._clock(), max_wait=max_wait)
 
     async def reserve_many(
         self, bucket: BucketName, schedule: Schedule, count: int, *, max_wait: float | None
