@@ -6,13 +6,19 @@ and no retries of its own, a namespace, and a health flag.
 
 Invariants:
 
-* Redis failing is never the service failing. Every call has a timeout (``timeout``, 0.25 s
-  by default) and every error of redis-py (or of a Redis that answers nonsense) becomes
-  :class:`RedisUnavailableError`, which the callers catch and answer by working alone; nothing
-  of Redis reaches a caller of the SDK.
+* Redis failing is never the service failing. Every call has a timeout and every error of
+  redis-py (or of a Redis that answers nonsense) becomes :class:`RedisUnavailableError`,
+  which the callers catch and answer by working alone; nothing of Redis reaches a caller
+  of the SDK.
+* The timeout is ``timeout`` (0.25 s by default), or more for a Redis measured far away:
+  twice the smoothed time a call takes plus four times its spread (TCP's retransmission
+  timer, RFC 6298), up to ``MAX_TIMEOUT``. A Redis 70 ms away needs about 0.21 s for a
+  call that reconnects, and 0.25 s alone left no room: it was never shared.
 * One warning per outage: the first failure logs a warning and marks Redis down; calls made
-  while it is down fail at once (no timeout paid per request) until ``rejoin_after``
-  seconds have passed, when one call tries again; a success marks it up and logs that.
+  while it is down fail at once (no timeout paid per request). Every ``rejoin_after``
+  seconds a PING in the background (up to ``MAX_TIMEOUT``, on no caller's path) looks for
+  it; once one answers (a fresh connection made, its round trip measured), the next call
+  tries, and its success marks Redis up and logs that.
 * Keys live under ``contractsdk:{<hash>}:``, where the hash is of the environment's base
   URL and the credential's identity: the API key's own hash, or the OAuth client id. No
   secret is ever part of a key, and every key expires. The braces are a Redis Cluster hash
@@ -55,6 +61,9 @@ T = TypeVar("T")
 
 #: Seconds one Redis call may take before Redis counts as away.
 DEFAULT_TIMEOUT: Final = 0.25
+#: The most a call may take however far Redis is measured to be, and what a PING looking
+#: for a Redis that is away may take: past it, Redis counts as too slow to wait for.
+MAX_TIMEOUT: Final = 1.0
 #: Seconds between attempts to reach a Redis that is away.
 REJOIN_AFTER: Final = 1.0
 _INSTALL_HINT: Final = "sharing through Redis needs redis-py: pip install 'contractsdk[redis]'"
@@ -91,7 +100,9 @@ class SharedRedis:
             ``redis.asyncio.Redis`` or ``RedisCluster`` the caller owns (it is then not
             closed here).
         prefix: The key prefix (:func:`namespace`).
-        timeout: Seconds each call may take.
+        timeout: Seconds each call may take, at least (more for a Redis measured far:
+            :attr:`call_timeout`).
+        rejoin_after: Seconds between looks for a Redis that is away.
         clock: Monotonic seconds (injected for tests).
 
     Raises:
@@ -119,6 +130,11 @@ class SharedRedis:
         self._clock = clock
         self._down_since: float | None = None
         self._next_try = 0.0
+        self._trip: float | None = None  # seconds a call takes, smoothed (RFC 6298's SRTT)
+        self._spread = 0.0  # how far calls stray from it (RTTVAR)
+        self._looking: asyncio.Task[None] | None = None  # the PING for a Redis away
+        self._found = False  # it answered: the next call tries
+        self._unsaid: str | None = None  # a first timeout not warned of while looking
         if isinstance(redis, str):
             if not redis.startswith(("redis://", "rediss://", "unix://")):
                 raise ConfigurationError(
@@ -127,9 +143,10 @@ class SharedRedis:
                 )
             # Our own timeout and fallback decide; redis-py's ten retries with backoff
             # would hold a request for seconds on a dead Redis.
+            # Each call's own timeout (call_timeout) is the one that counts.
             self._options: dict[str, Any] = {
-                "socket_timeout": timeout,
-                "socket_connect_timeout": timeout,
+                "socket_timeout": max(timeout, MAX_TIMEOUT),
+                "socket_connect_timeout": max(timeout, MAX_TIMEOUT),
                 "retry": Retry(NoBackoff(), 0),
                 "max_connections": 32,
             }
@@ -164,6 +181,13 @@ class SharedRedis:
         """Return the full name of a key of this namespace."""
         return self.prefix + ":".join(parts)
 
+    @property
+    def call_timeout(self) -> float:
+        """Seconds the next call may take: ``timeout``, or more for a Redis measured far."""
+        if self._trip is None:
+            return self.timeout
+        return min(MAX_TIMEOUT, max(self.timeout, 2 * self._trip + 4 * self._spread))
+
     def script(self, name: str, lua: str) -> _Script:
         """Return the script ``name``: called as ``script(keys=[...], args=[...])``."""
         script = self._scripts.get(name)
@@ -174,25 +198,64 @@ class SharedRedis:
     async def call(self, make: Callable[[], Awaitable[T]]) -> T:
         """Run one Redis call under the timeout; any failure is :class:`RedisUnavailableError`.
 
-        While Redis is marked down, fail at once unless it is time to try again.
+        While Redis is marked down, fail at once, and look for it in the background every
+        ``rejoin_after`` seconds; the first call after it answered tries.
         """
-        if self._down_since is not None and self._clock() < self._next_try:
-            raise RedisUnavailableError("redis is away")
+        if self._down_since is not None:
+            if not self._found:
+                if self._looking is None and self._clock() >= self._next_try:
+                    self._looking = asyncio.ensure_future(self._look())
+                raise RedisUnavailableError("redis is away")
+            self._found = False  # this call is the one that tries
+        started = self._clock()
         try:
-            result = await _within(make(), self.timeout)
+            result = await _within(make(), self.call_timeout)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # redis-py's errors, timeouts, nonsense from a proxy
             if not self._cluster_redirect(exc):
                 self._failed(exc)
             raise RedisUnavailableError(type(exc).__name__) from None
+        self._took(self._clock() - started)
         if self._down_since is not None:
-            logger.warning(
-                "Redis is back after %.1f s: rate limits and tokens are shared again",
-                self._clock() - self._down_since,
-            )
-            self._down_since = None
+            if self._unsaid is None:
+                logger.warning(
+                    "Redis is back after %.1f s: rate limits and tokens are shared again",
+                    self._clock() - self._down_since,
+                )
+            self._down_since = self._unsaid = None
         return result
+
+    def _took(self, seconds: float) -> None:
+        """Count one call's duration into the smoothed round trip and its spread."""
+        trip = self._trip
+        if trip is None:
+            self._trip, self._spread = seconds, seconds / 2
+        else:
+            self._spread = 0.75 * self._spread + 0.25 * abs(seconds - trip)
+            self._trip = 0.875 * trip + 0.125 * seconds
+
+    async def _look(self) -> None:
+        """PING a Redis that is away, on no caller's path; if it answers, let a call try.
+
+        Its connection stays in the pool for that call, and its round trip (a reconnect
+        included: two or three round trips) sets the timeout anew: Redis may be back
+        further away than it was.
+        """
+        started = self._clock()
+        try:
+            await _within(self.client.ping(), MAX_TIMEOUT)
+        except Exception:  # still away (a cancellation by aclose is a BaseException)
+            self._next_try = self._clock() + self._rejoin_after
+            if self._unsaid is not None:
+                self._warn(self._unsaid)
+                self._unsaid = None
+        else:
+            self._trip = None
+            self._took(self._clock() - started)
+            self._found = True
+        finally:
+            self._looking = None
 
     def _cluster_redirect(self, exc: BaseException) -> bool:
         """A URL that names one node of a Redis Cluster: use a cluster client of it from now.
@@ -218,15 +281,32 @@ class SharedRedis:
         self._next_try = now + self._rejoin_after
         if self._down_since is None:
             self._down_since = now
-            # The exception's text may hold the URL and its password: name its type only.
-            logger.warning(
-                "Redis is unreachable (%s): each process falls back to its share of the "
-                "rate limit until it is back",
-                _described(exc),
-            )
+            if self._trip is None and _timed_out(exc):
+                # Never reached, and no answer in time: perhaps only far (a first call
+                # also connects). Look at once, and warn only if that finds nothing.
+                self._unsaid = _described(exc)
+                self._looking = asyncio.ensure_future(self._look())
+                return
+            self._warn(_described(exc))
+        elif self._unsaid is not None:  # found by a PING, and failed again all the same
+            self._warn(_described(exc))
+            self._unsaid = None
+
+    def _warn(self, reason: str) -> None:
+        # The exception's text may hold the URL and its password: name its type only.
+        logger.warning(
+            "Redis is unreachable (%s): each process falls back to its share of the "
+            "rate limit until it is back",
+            reason,
+        )
 
     async def aclose(self) -> None:
-        """Close the connection pool if this object made it."""
+        """Stop looking for Redis; close the connection pool if this object made it."""
+        looking = self._looking
+        if looking is not None:
+            looking.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await looking
         if self._owned:
             for client in [*self._retired, self.client]:
                 with contextlib.suppress(Exception):  # a dead connection: nothing to say
@@ -335,6 +415,13 @@ def _described(exc: BaseException) -> str:
             break
         cause = cause.__cause__ or cause.__context__
     return type(exc).__name__
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """The call had no answer in time (ours, asyncio's before 3.11, or redis-py's)."""
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    return isinstance(exc, TimeoutError | asyncio.TimeoutError | RedisTimeoutError)
 
 
 def _xor(data: bytes, stream: bytes) -> bytes:
