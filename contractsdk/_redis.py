@@ -12,8 +12,9 @@ Invariants:
   of the SDK.
 * The timeout is ``timeout`` (0.25 s by default), or more for a Redis measured far away:
   twice the smoothed time a call takes plus four times its spread (TCP's retransmission
-  timer, RFC 6298), up to ``MAX_TIMEOUT``. A Redis 70 ms away needs about 0.21 s for a
-  call that reconnects, and 0.25 s alone left no room: it was never shared.
+  timer, RFC 6298), up to ``MAX_TIMEOUT``. Until a call has been measured it is
+  ``MAX_TIMEOUT``: the first calls also connect, three round trips, and a Redis 70 ms
+  away outlasted 0.25 s doing that, so it was never shared.
 * One warning per outage: the first failure logs a warning and marks Redis down; calls made
   while it is down fail at once (no timeout paid per request). Every ``rejoin_after``
   seconds a PING in the background (up to ``MAX_TIMEOUT``, on no caller's path) looks for
@@ -134,7 +135,6 @@ class SharedRedis:
         self._spread = 0.0  # how far calls stray from it (RTTVAR)
         self._looking: asyncio.Task[None] | None = None  # the PING for a Redis away
         self._found = False  # it answered: the next call tries
-        self._unsaid: str | None = None  # a first timeout not warned of while looking
         if isinstance(redis, str):
             if not redis.startswith(("redis://", "rediss://", "unix://")):
                 raise ConfigurationError(
@@ -184,8 +184,8 @@ class SharedRedis:
     @property
     def call_timeout(self) -> float:
         """Seconds the next call may take: ``timeout``, or more for a Redis measured far."""
-        if self._trip is None:
-            return self.timeout
+        if self._trip is None:  # nothing measured: it may be far, and the call connects
+            return max(self.timeout, MAX_TIMEOUT)
         return min(MAX_TIMEOUT, max(self.timeout, 2 * self._trip + 4 * self._spread))
 
     def script(self, name: str, lua: str) -> _Script:
@@ -218,12 +218,11 @@ class SharedRedis:
             raise RedisUnavailableError(type(exc).__name__) from None
         self._took(self._clock() - started)
         if self._down_since is not None:
-            if self._unsaid is None:
-                logger.warning(
-                    "Redis is back after %.1f s: rate limits and tokens are shared again",
-                    self._clock() - self._down_since,
-                )
-            self._down_since = self._unsaid = None
+            logger.warning(
+                "Redis is back after %.1f s: rate limits and tokens are shared again",
+                self._clock() - self._down_since,
+            )
+            self._down_since = None
         return result
 
     def _took(self, seconds: float) -> None:
@@ -247,9 +246,6 @@ class SharedRedis:
             await _within(self.client.ping(), MAX_TIMEOUT)
         except Exception:  # still away (a cancellation by aclose is a BaseException)
             self._next_try = self._clock() + self._rejoin_after
-            if self._unsaid is not None:
-                self._warn(self._unsaid)
-                self._unsaid = None
         else:
             self._trip = None
             self._took(self._clock() - started)
@@ -281,24 +277,12 @@ class SharedRedis:
         self._next_try = now + self._rejoin_after
         if self._down_since is None:
             self._down_since = now
-            if self._trip is None and _timed_out(exc):
-                # Never reached, and no answer in time: perhaps only far (a first call
-                # also connects). Look at once, and warn only if that finds nothing.
-                self._unsaid = _described(exc)
-                self._looking = asyncio.ensure_future(self._look())
-                return
-            self._warn(_described(exc))
-        elif self._unsaid is not None:  # found by a PING, and failed again all the same
-            self._warn(_described(exc))
-            self._unsaid = None
-
-    def _warn(self, reason: str) -> None:
-        # The exception's text may hold the URL and its password: name its type only.
-        logger.warning(
-            "Redis is unreachable (%s): each process falls back to its share of the "
-            "rate limit until it is back",
-            reason,
-        )
+            # The exception's text may hold the URL and its password: name its type only.
+            logger.warning(
+                "Redis is unreachable (%s): each process falls back to its share of the "
+                "rate limit until it is back",
+                _described(exc),
+            )
 
     async def aclose(self) -> None:
         """Stop looking for Redis; close the connection pool if this object made it."""
@@ -415,13 +399,6 @@ def _described(exc: BaseException) -> str:
             break
         cause = cause.__cause__ or cause.__context__
     return type(exc).__name__
-
-
-def _timed_out(exc: BaseException) -> bool:
-    """The call had no answer in time (ours, asyncio's before 3.11, or redis-py's)."""
-    from redis.exceptions import TimeoutError as RedisTimeoutError
-
-    return isinstance(exc, TimeoutError | asyncio.TimeoutError | RedisTimeoutError)
 
 
 def _xor(data: bytes, stream: bytes) -> bytes:
