@@ -64,7 +64,7 @@ T = TypeVar("T")
 DEFAULT_TIMEOUT: Final = 0.25
 #: The most a call may take however far Redis is measured to be, and what a PING looking
 #: for a Redis that is away may take: past it, Redis counts as too slow to wait for.
-MAX_TIMEOUT: Final = 1.0
+MAX_TIMEOUT: Final = 0.5
 #: Seconds between attempts to reach a Redis that is away.
 REJOIN_AFTER: Final = 1.0
 _INSTALL_HINT: Final = "sharing through Redis needs redis-py: pip install 'contractsdk[redis]'"

@@ -66,7 +66,7 @@ async def test_a_redis_70_ms_away_is_shared_from_the_first_call(
             for _ in range(5):
                 await limiter.record(await limiter.acquire("POST"), 200, {})
             assert limiter.state.write.shared
-            assert DEFAULT_TIMEOUT < shared.call_timeout < MAX_TIMEOUT
+            assert shared.call_timeout > DEFAULT_TIMEOUT
         finally:
             await limiter.aclose()
     assert "unreachable" not in caplog.text
@@ -123,8 +123,8 @@ async def test_the_timeout_follows_the_round_trips_measured(redis_server: RedisS
         for _ in range(40):
             await shared.call(taking(0.15))
         assert 0.3 <= shared.call_timeout < 0.32  # 2 × 0.15, and a spread that died down
-        await shared.call(taking(0.4))
-        assert shared.call_timeout > 0.5  # one slow call widens the spread at once
+        await shared.call(taking(0.3))
+        assert shared.call_timeout > 0.45  # one slow call widens the spread at once
         for _ in range(40):
             await shared.call(taking(0.9))
         assert shared.call_timeout == MAX_TIMEOUT
