@@ -7,6 +7,10 @@ passed to each module's ``run``. With no name, every module runs.
 ``--chart DIR`` (anywhere; the last one wins) goes only to the modules that draw charts,
 those that set ``CHARTS = True``: ``nox -s bench`` passes ``--chart docs/images``, and a
 module without charts never sees an option it does not know.
+
+With more than one module, each runs in a process of its own, as pyperf runs each
+benchmark: what one module leaves behind (a heap of millions of objects that every full
+garbage collection walks, an event-loop policy) must not move the next one's figures.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -64,9 +69,14 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    for name in available:
-        if names and name not in names:
-            continue
+    selected = [name for name in available if not names or name in names]
+    if len(selected) > 1:
+        failed = 0
+        for name in selected:
+            child = [sys.executable, "-m", "benchmarks", name, *argv, *chart]
+            failed += subprocess.run(child, check=False).returncode != 0
+        return 1 if failed else 0
+    for name in selected:
         module = importlib.import_module(f"benchmarks.{PREFIX}{name}")
         run = module.run
         if inspect.signature(run).parameters:
