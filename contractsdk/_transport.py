@@ -10,6 +10,9 @@ own classes nest (``ConnectionTimeoutError`` is a ``ServerTimeoutError``,
 from __future__ import annotations
 
 import asyncio
+import math
+import sys
+import time
 import zlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, Protocol, runtime_checkable
@@ -62,6 +65,107 @@ class AsyncTransport(Protocol):
 #: Every response's headers are wrapped by this (bound once, not per response).
 _lazy_headers = Headers.lazy
 
+#: A timer may run this early (the loop runs what is due within its clock's resolution).
+_CLOCK_RESOLUTION = time.get_clock_info("monotonic").resolution
+
+
+class _Deadline:
+    """One attempt's deadline, while the attempt runs (see :class:`_Deadlines`)."""
+
+    __slots__ = ("cancelling", "expired", "queue", "task", "when")
+
+    def __init__(self, task: asyncio.Task[Any], when: float, queue: dict[_Deadline, None]) -> None:
+        self.task = task
+        self.when = when
+        self.queue = queue
+        self.expired = False
+        # Cancellations already asked of the task, not the timeout's (Python 3.11+ counts
+        # them, so that the timeout's own can be told from another's).
+        self.cancelling = 0
+        if sys.version_info >= (3, 11):
+            self.cancelling = task.cancelling()
+
+
+class _Deadlines:
+    """Every attempt's total timeout on one loop timer, not one timer per request.
+
+    aiohttp's own total timeout costs each request a timer (a ``TimerHandle`` pushed on
+    the loop's heap, then cancelled and purged, and a timer context entered at each read):
+    about 6 µs of CPU, a tenth of a plain aiohttp GET (issue 8). Here an attempt is an entry
+    in the queue of its timeout value, where deadlines come in the order they are set, and
+    one timer, set for the earliest deadline, cancels each attempt past its own, as
+    ``asyncio.timeout`` does; :meth:`end` says whether a cancellation was the timeout's.
+    """
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._queues: dict[float, dict[_Deadline, None]] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = math.inf
+
+    def start(self, task: asyncio.Task[Any], timeout: float) -> _Deadline:
+        """Start the deadline of the attempt ``task`` makes now, ``timeout`` seconds away."""
+        loop = task.get_loop()
+        if loop is not self._loop:  # a first use, or a new event loop: nothing to carry over
+            self.close()
+            self._loop = loop
+        queue = self._queues.get(timeout)
+        if queue is None:
+            queue = self._queues[timeout] = {}
+        deadline = _Deadline(task, loop.time() + timeout, queue)
+        queue[deadline] = None
+        if deadline.when < self._timer_at:  # none set yet, or a shorter timeout than before
+            self._set_timer(deadline.when)
+        return deadline
+
+    def end(self, deadline: _Deadline) -> bool:
+        """End an attempt's deadline; return whether the attempt's cancellation was the timeout.
+
+        Called once per :meth:`start`, however the attempt ended. False when the deadline
+        was not reached, or (Python 3.11+) when the task was also cancelled by someone else:
+        then the cancellation goes on.
+        """
+        if not deadline.expired:
+            del deadline.queue[deadline]
+            return False
+        if sys.version_info >= (3, 11):
+            return deadline.task.uncancel() <= deadline.cancelling
+        return True
+
+    def close(self) -> None:
+        """Forget every deadline and stop the timer (the transport is closed)."""
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = None
+        self._timer_at = math.inf
+        self._queues = {}
+
+    def _set_timer(self, when: float) -> None:
+        assert self._loop is not None
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = self._loop.call_at(when, self._expire)
+        self._timer_at = when
+
+    def _expire(self) -> None:
+        """Cancel every attempt past its deadline, and set the timer for the next one."""
+        assert self._loop is not None
+        self._timer = None
+        self._timer_at = math.inf
+        now = self._loop.time() + _CLOCK_RESOLUTION
+        earliest = math.inf
+        for queue in self._queues.values():
+            while queue:
+                deadline = next(iter(queue))  # the earliest of this timeout's
+                if deadline.when > now:
+                    earliest = min(earliest, deadline.when)
+                    break
+                del queue[deadline]
+                deadline.expired = True
+                deadline.task.cancel()
+        if earliest < math.inf:
+            self._set_timer(earliest)
+
 
 class AiohttpTransport:
     """The default transport: one pooled :class:`aiohttp.ClientSession` per client.
@@ -101,6 +205,11 @@ class AiohttpTransport:
         self._session = session
         self._owns_session = session is None
         self._timeouts: dict[float | None, aiohttp.ClientTimeout] = {}
+        # The total timeout is kept by _deadlines: aiohttp is given none (a timer less).
+        self._no_total = aiohttp.ClientTimeout(
+            total=None, connect=None, sock_connect=connect_timeout, sock_read=None
+        )
+        self._deadlines = _Deadlines()
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -141,17 +250,16 @@ class AiohttpTransport:
         session = self._session
         if session is None or session.closed:
             session = self._open()
-        timeout = self._timeouts.get(request.timeout)
-        if timeout is None:  # one per distinct timeout: a client uses one or two
-            # The whole attempt, not each socket read: a server that trickles a byte at a
-            # time must not hold a call for ever (and one timer per request costs less
-            # than one rescheduled per read).
-            timeout = self._timeouts[request.timeout] = aiohttp.ClientTimeout(
-                total=request.timeout,
-                connect=None,
-                sock_connect=self._connect_timeout,
-                sock_read=None,
-            )
+        # The whole attempt is timed, not each socket read: a server that trickles a byte at
+        # a time must not hold a call for ever. As aiohttp does, a timeout of 0 is none.
+        deadline = None
+        timeout = self._no_total
+        if request.timeout is not None and request.timeout > 0:
+            task = asyncio.current_task()
+            if task is not None:
+                deadline = self._deadlines.start(task, request.timeout)
+            else:  # a coroutine driven by hand, outside any task: aiohttp's own timer
+                timeout = self._timeouts.get(request.timeout) or self._total(request.timeout)
         try:
             async with session.request(
                 request.method,
@@ -171,6 +279,15 @@ class AiohttpTransport:
                 else:  # a caller's session inflates for itself: counted as it comes
                     content = await _read_at_most(raw, limit, request, decode=False)
                 return Response._make(raw.status, _lazy_headers(raw.headers), content, request)
+        except asyncio.CancelledError:
+            if deadline is None:
+                raise
+            ended, deadline = deadline, None
+            if not self._deadlines.end(ended):
+                raise
+            # What aiohttp's own total timeout raised, translated as that was.
+            expired = asyncio.TimeoutError(f"the attempt's {request.timeout} s timeout expired")
+            raise _translate(expired, request) from expired
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             raise _translate(exc, request) from exc
         except RuntimeError as exc:
@@ -180,9 +297,20 @@ class AiohttpTransport:
                     "a new one): make one client per event loop, inside it"
                 ) from exc
             raise
+        finally:
+            if deadline is not None:
+                self._deadlines.end(deadline)
+
+    def _total(self, timeout: float) -> aiohttp.ClientTimeout:
+        """The total timeout of ``timeout`` seconds as aiohttp takes it, made once per value."""
+        made = self._timeouts[timeout] = aiohttp.ClientTimeout(
+            total=timeout, connect=None, sock_connect=self._connect_timeout, sock_read=None
+        )
+        return made
 
     async def aclose(self) -> None:
         """Close the session if this transport made it."""
+        self._deadlines.close()
         if self._session is not None and self._owns_session and not self._session.closed:
             await self._session.close()
 

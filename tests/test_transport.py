@@ -298,3 +298,102 @@ async def test_a_server_that_trickles_its_answer_times_out() -> None:
         server.close()
         await asyncio.wait_for(asyncio.gather(*handlers), 5)
         await server.wait_closed()
+
+
+@contextlib.asynccontextmanager
+async def _silent_server() -> Any:
+    """A server that reads each request and never answers; yields its base URL."""
+    stop = asyncio.Event()
+    handlers: list[asyncio.Task[None]] = []
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        handlers.append(asyncio.current_task())  # type: ignore[arg-type]
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            await stop.wait()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop.set()
+        server.close()
+        await asyncio.wait_for(asyncio.gather(*handlers), 5)
+        await server.wait_closed()
+
+
+async def test_each_attempt_times_out_at_its_own_deadline() -> None:
+    """Attempts of different timeouts in flight together each end at their own deadline.
+
+    The transport keeps every attempt's deadline on one timer: a shorter timeout started
+    later still ends first, and an attempt without a timeout is not ended by the others'.
+    """
+    async with _silent_server() as url:
+        transport = AiohttpTransport()
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+
+        async def timed(timeout: float | None, delay: float = 0.0) -> float:
+            await asyncio.sleep(delay)
+            request = Request(method="GET", url=f"{url}/v1/x", timeout=timeout)
+            with pytest.raises(ReadTimeoutError):
+                await transport.handle_async_request(request)
+            return loop.time() - started
+
+        untimed = asyncio.create_task(
+            transport.handle_async_request(Request(method="GET", url=f"{url}/v1/x"))
+        )
+        try:
+            long, short = await asyncio.wait_for(
+                asyncio.gather(timed(0.6), timed(0.1, delay=0.1)), 5
+            )
+            assert 0.2 <= short < long
+            assert 0.6 <= long < 2.0
+            assert not untimed.done()
+            # The timer goes on for attempts made after the others timed out.
+            assert await asyncio.wait_for(timed(0.05), 5) > long
+        finally:
+            untimed.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await untimed
+            await transport.aclose()
+
+
+async def test_a_cancelled_attempt_is_cancelled_not_timed_out() -> None:
+    """Cancelling a call in flight raises CancelledError, whatever its timeout."""
+    async with _silent_server() as url:
+        transport = AiohttpTransport()
+        request = Request(method="GET", url=f"{url}/v1/x", timeout=5.0)
+        task = asyncio.create_task(transport.handle_async_request(request))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await transport.aclose()
+
+
+async def test_a_timeout_leaves_the_task_as_it_was() -> None:
+    """After a timeout the task goes on: no cancellation is left pending or counted.
+
+    An enclosing ``asyncio.timeout`` (Python 3.11+) would otherwise see a cancellation that
+    is not its own, and a later await would be cancelled.
+    """
+    async with _silent_server() as url:
+        transport = AiohttpTransport()
+        task = asyncio.current_task()
+        assert task is not None
+        request = Request(method="GET", url=f"{url}/v1/x", timeout=0.05)
+        for _ in range(2):
+            with pytest.raises(ReadTimeoutError):
+                await transport.handle_async_request(request)
+            await asyncio.sleep(0.01)  # no cancellation left to land here
+            if hasattr(task, "cancelling"):
+                assert task.cancelling() == 0
+        await transport.aclose()
