@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, Protocol, runtime_checkable
 
 import aiohttp
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from ._exceptions import (
     ConfigurationError,
@@ -210,6 +211,8 @@ class AiohttpTransport:
             total=None, connect=None, sock_connect=connect_timeout, sock_read=None
         )
         self._deadlines = _Deadlines()
+        # The last headers sent and aiohttp's form of them (see _send_with_headers).
+        self._last_headers: tuple[Sequence[tuple[str, str]], CIMultiDictProxy[str]] | None = None
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -260,11 +263,21 @@ class AiohttpTransport:
                 deadline = self._deadlines.start(task, request.timeout)
             else:  # a coroutine driven by hand, outside any task: aiohttp's own timer
                 timeout = self._timeouts.get(request.timeout) or self._total(request.timeout)
+        # aiohttp makes a CIMultiDict of any other form of headers, for every request. The
+        # client sends the same pairs again (every GET with one token: Headers._pairs_with
+        # keeps them), so the last one made is kept, to be sent as it is.
+        last = self._last_headers
+        if last is not None and last[0] is headers:
+            sent = last[1]
+        else:
+            sent = CIMultiDictProxy(CIMultiDict(headers))
+            if type(headers) is tuple:  # immutable: the same object holds the same pairs
+                self._last_headers = (headers, sent)
         try:
             async with session.request(
                 request.method,
                 request.url,
-                headers=headers,
+                headers=sent,
                 data=request.content,
                 timeout=timeout,
                 allow_redirects=False,
