@@ -334,12 +334,19 @@ def _register(
 
 
 def _structure_contract_field(value: Any, _: Any) -> ContractField:
-    # ``in`` on whatever the item is, as cattrs does: a non-object fails, or has no keys.
-    return ContractField._make(
-        id=_structure_optional_int(value["id"], None) if "id" in value else None,
-        name=_structure_optional_str(value["name"], None) if "name" in value else None,
-        value=_structure_str(value["value"], None) if "value" in value else "",
-    )
+    # ``in`` on whatever the item is, as cattrs does (not .get): a non-object fails, or has
+    # no keys. Read by the dozen per contract: the usual types are taken here, without a
+    # hook call each, and _make gets its arguments by position (id, name, value).
+    field_id = value["id"] if "id" in value else None  # noqa: SIM401  # see above
+    if type(field_id) is not int or not _INT64_MIN <= field_id <= _INT64_MAX:
+        field_id = _structure_optional_int(field_id, None)
+    name = value["name"] if "name" in value else None  # noqa: SIM401
+    if type(name) is not str:
+        name = _structure_optional_str(name, None)
+    text = value["value"] if "value" in value else ""  # noqa: SIM401
+    if type(text) is not str:
+        text = _structure_str(text, None)
+    return ContractField._make(field_id, name, text)
 
 
 def _structure_contract(value: Any, _: Any) -> Contract:
