@@ -354,8 +354,9 @@ async def test_each_attempt_times_out_at_its_own_deadline() -> None:
             long, short = await asyncio.wait_for(
                 asyncio.gather(timed(0.6), timed(0.1, delay=0.1)), 5
             )
-            assert 0.2 <= short < long
-            assert 0.6 <= long < 2.0
+            # Timers may fire within the clock's resolution of their time: a little slack.
+            assert 0.19 <= short < long
+            assert 0.59 <= long < 2.0
             assert not untimed.done()
             # The timer goes on for attempts made after the others timed out.
             assert await asyncio.wait_for(timed(0.05), 5) > long
