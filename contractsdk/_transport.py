@@ -82,9 +82,11 @@ class _Deadline:
         self.expired = False
         # Cancellations already asked of the task, not the timeout's (Python 3.11+ counts
         # them, so that the timeout's own can be told from another's).
-        self.cancelling = 0
         if sys.version_info >= (3, 11):
             self.cancelling = task.cancelling()
+        else:  # a task class may count them before 3.11 too (the taskgroup backport's)
+            counted = getattr(task, "cancelling", None)
+            self.cancelling = 0 if counted is None else counted()
 
 
 class _Deadlines:
@@ -131,7 +133,8 @@ class _Deadlines:
             return False
         if sys.version_info >= (3, 11):
             return deadline.task.uncancel() <= deadline.cancelling
-        return True
+        uncancel = getattr(deadline.task, "uncancel", None)
+        return True if uncancel is None else uncancel() <= deadline.cancelling
 
     def close(self) -> None:
         """Forget every deadline and stop the timer (the transport is closed)."""
