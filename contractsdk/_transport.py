@@ -125,8 +125,8 @@ class _Deadlines:
         """End an attempt's deadline; return whether the attempt's cancellation was the timeout.
 
         Called once per :meth:`start`, however the attempt ended. False when the deadline
-        was not reached, or (Python 3.11+) when the task was also cancelled by someone else:
-        then the cancellation goes on.
+        was not reached, or when the task was also cancelled by someone else (told where
+        tasks count their cancellations, as from Python 3.11): then the cancellation goes on.
         """
         if not deadline.expired:
             del deadline.queue[deadline]
@@ -158,7 +158,7 @@ class _Deadlines:
         self._timer_at = math.inf
         now = self._loop.time() + _CLOCK_RESOLUTION
         earliest = math.inf
-        for queue in self._queues.values():
+        for timeout, queue in list(self._queues.items()):
             while queue:
                 deadline = next(iter(queue))  # the earliest of this timeout's
                 if deadline.when > now:
@@ -167,6 +167,8 @@ class _Deadlines:
                 del queue[deadline]
                 deadline.expired = True
                 deadline.task.cancel()
+            if not queue:  # a timeout no attempt uses now: not kept for ever
+                del self._queues[timeout]
         if earliest < math.inf:
             self._set_timer(earliest)
 
