@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -264,53 +265,40 @@ async def test_a_server_that_trickles_its_answer_times_out() -> None:
     A read timeout per socket read would be reset by every byte; a hostile or broken
     server could hold the call for ever.
     """
-    stop = asyncio.Event()
-    handlers: list[asyncio.Task[None]] = []
 
-    async def trickle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        handlers.append(asyncio.current_task())  # type: ignore[arg-type]
+    async def trickle(writer: asyncio.StreamWriter, stop: asyncio.Event) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
+        for _ in range(500):  # 10 s at most
+            if stop.is_set():
+                break
+            writer.write(b" ")
+            await writer.drain()
+            await asyncio.sleep(0.02)
+
+    async with _server(trickle) as url:
+        transport = AiohttpTransport()
+        request = Request(method="GET", url=f"{url}/v1/x", timeout=0.1)
         try:
-            await reader.readuntil(b"\r\n\r\n")
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
-            for _ in range(500):  # 10 s at most
-                if stop.is_set():
-                    break
-                writer.write(b" ")
-                await writer.drain()
-                await asyncio.sleep(0.02)
-        except ConnectionError:
-            pass
+            with pytest.raises(ReadTimeoutError):
+                await asyncio.wait_for(transport.handle_async_request(request), 5)
         finally:
-            writer.close()
-            with contextlib.suppress(ConnectionError):
-                await writer.wait_closed()
+            await transport.aclose()
 
-    server = await asyncio.start_server(trickle, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    transport = AiohttpTransport()
-    request = Request(method="GET", url=f"http://127.0.0.1:{port}/v1/x", timeout=0.1)
-    try:
-        with pytest.raises(ReadTimeoutError):
-            await asyncio.wait_for(transport.handle_async_request(request), 5)
-    finally:
-        stop.set()
-        await transport.aclose()
-        server.close()
-        await asyncio.wait_for(asyncio.gather(*handlers), 5)
-        await server.wait_closed()
+
+Answer = Callable[[asyncio.StreamWriter, asyncio.Event], Awaitable[None]]
 
 
 @contextlib.asynccontextmanager
-async def _silent_server() -> Any:
-    """A server that reads each request and never answers; yields its base URL."""
+async def _server(answer: Answer) -> AsyncIterator[str]:
+    """A server that reads each request head, then ``answer(writer, stop)``; yields its URL."""
     stop = asyncio.Event()
     handlers: list[asyncio.Task[None]] = []
 
-    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         handlers.append(asyncio.current_task())  # type: ignore[arg-type]
         try:
             await reader.readuntil(b"\r\n\r\n")
-            await stop.wait()
+            await answer(writer, stop)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
@@ -318,7 +306,7 @@ async def _silent_server() -> Any:
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
 
-    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     try:
         yield f"http://127.0.0.1:{port}"
@@ -327,6 +315,15 @@ async def _silent_server() -> Any:
         server.close()
         await asyncio.wait_for(asyncio.gather(*handlers), 5)
         await server.wait_closed()
+
+
+def _silent_server() -> contextlib.AbstractAsyncContextManager[str]:
+    """A server that reads each request and never answers; yields its base URL."""
+
+    async def silent(writer: asyncio.StreamWriter, stop: asyncio.Event) -> None:
+        await stop.wait()
+
+    return _server(silent)
 
 
 async def test_each_attempt_times_out_at_its_own_deadline() -> None:
