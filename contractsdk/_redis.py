@@ -127,6 +127,7 @@ class SharedRedis:
             raise ConfigurationError(_INSTALL_HINT) from None
         self.prefix = prefix
         self.timeout = timeout
+        self._longest = max(timeout, MAX_TIMEOUT)  # a call's timeout, far or not yet measured
         self._rejoin_after = rejoin_after
         self._clock = clock
         self._down_since: float | None = None
@@ -145,8 +146,8 @@ class SharedRedis:
             # would hold a request for seconds on a dead Redis.
             # Each call's own timeout (call_timeout) is the one that counts.
             self._options: dict[str, Any] = {
-                "socket_timeout": max(timeout, MAX_TIMEOUT),
-                "socket_connect_timeout": max(timeout, MAX_TIMEOUT),
+                "socket_timeout": self._longest,
+                "socket_connect_timeout": self._longest,
                 "retry": Retry(NoBackoff(), 0),
                 "max_connections": 32,
             }
@@ -185,8 +186,8 @@ class SharedRedis:
     def call_timeout(self) -> float:
         """Seconds the next call may take: ``timeout``, or more for a Redis measured far."""
         if self._trip is None:  # nothing measured: it may be far, and the call connects
-            return max(self.timeout, MAX_TIMEOUT)
-        return min(MAX_TIMEOUT, max(self.timeout, 2 * self._trip + 4 * self._spread))
+            return self._longest
+        return min(self._longest, max(self.timeout, 2 * self._trip + 4 * self._spread))
 
     def script(self, name: str, lua: str) -> _Script:
         """Return the script ``name``: called as ``script(keys=[...], args=[...])``."""
@@ -243,7 +244,7 @@ class SharedRedis:
         """
         started = self._clock()
         try:
-            await _within(self.client.ping(), MAX_TIMEOUT)
+            await _within(self.client.ping(), self._longest)
         except Exception:  # still away (a cancellation by aclose is a BaseException)
             self._next_try = self._clock() + self._rejoin_after
         else:

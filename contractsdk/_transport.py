@@ -258,16 +258,6 @@ class AiohttpTransport:
         session = self._session
         if session is None or session.closed:
             session = self._open()
-        # The whole attempt is timed, not each socket read: a server that trickles a byte at
-        # a time must not hold a call for ever. As aiohttp does, a timeout of 0 is none.
-        deadline = None
-        timeout = self._no_total
-        if request.timeout is not None and request.timeout > 0:
-            task = asyncio.current_task()
-            if task is not None:
-                deadline = self._deadlines.start(task, request.timeout)
-            else:  # a coroutine driven by hand, outside any task: aiohttp's own timer
-                timeout = self._timeouts.get(request.timeout) or self._total(request.timeout)
         # aiohttp makes a CIMultiDict of any other form of headers, for every request. The
         # client sends the same pairs again (every GET with one token: Headers._pairs_with
         # keeps them), so the last one made is kept, to be sent as it is.
@@ -278,6 +268,18 @@ class AiohttpTransport:
             sent = CIMultiDictProxy(CIMultiDict(headers))
             if type(headers) is tuple:  # immutable: the same object holds the same pairs
                 self._last_headers = (headers, sent)
+        # The whole attempt is timed, not each socket read: a server that trickles a byte at
+        # a time must not hold a call for ever. As aiohttp does, a timeout of 0 is none. Started
+        # last, right before the `try` whose `finally` ends it: a deadline left behind would
+        # cancel the caller's task later, wherever it then is.
+        deadline = None
+        timeout = self._no_total
+        if request.timeout is not None and request.timeout > 0:
+            task = asyncio.current_task()
+            if task is not None:
+                deadline = self._deadlines.start(task, request.timeout)
+            else:  # a coroutine driven by hand, outside any task: aiohttp's own timer
+                timeout = self._timeouts.get(request.timeout) or self._total(request.timeout)
         try:
             async with session.request(
                 request.method,
