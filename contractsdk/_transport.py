@@ -258,6 +258,13 @@ class AiohttpTransport:
         session = self._session
         if session is None or session.closed:
             session = self._open()
+        elif self._loop is not None and self._loop is not asyncio.get_running_loop():
+            # Asked here, not left to aiohttp: without its timer per request it may even
+            # answer on the wrong loop, through a connection the other loop opened.
+            raise ConfigurationError(
+                "this client was made on another event loop (each asyncio.run() makes "
+                "a new one): make one client per event loop, inside it"
+            )
         # aiohttp makes a CIMultiDict of any other form of headers, for every request. The
         # client sends the same pairs again (every GET with one token: Headers._pairs_with
         # keeps them), so the last one made is kept, to be sent as it is.
@@ -310,13 +317,6 @@ class AiohttpTransport:
             raise _translate(expired, request) from expired
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             raise _translate(exc, request) from exc
-        except RuntimeError as exc:
-            if self._loop is not None and self._loop is not asyncio.get_running_loop():
-                raise ConfigurationError(
-                    "this client was made on another event loop (each asyncio.run() makes "
-                    "a new one): make one client per event loop, inside it"
-                ) from exc
-            raise
         finally:
             if deadline is not None:
                 self._deadlines.end(deadline)
