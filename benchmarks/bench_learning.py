@@ -18,8 +18,9 @@ How to read the table: ``÷R whole`` is successes ÷ seconds from the first requ
 last answer ÷ R, R being the server's real limit (slightly above 1 for short runs: the
 server's bucket starts full); ``÷R steady`` the same over the last half of the run, or
 for idle-then-busy over the second busy phase only; ``429 share`` the server's 429s ÷ its
-requests over the whole run (idle-then-busy: and, from the client's own counts, over the
-second phase); ``settle s`` the seconds until the client's own write rate
+requests over the whole run, and, from the client's own counts, over the last half (``2nd
+half``: what the learning costs once it has found the limit) or idle-then-busy's second
+phase (``2nd``); ``settle s`` the seconds until the client's own write rate
 (``client.rate_limits.write.rate``, sampled every 0.1 s) enters, and stays within, 5 % of
 R (``-`` when it never does by the end); ``ok ±5 % s`` the seconds until the successes
 per second, over every second from then to the end of the run, stay within 5 % of R (at
@@ -157,7 +158,7 @@ def _cases(args: argparse.Namespace) -> list[Case]:
 
 
 def _steady(case: Case, result: Measured) -> tuple[float, float | None]:
-    """÷R over the last half (or the second busy phase), and that phase's 429 share."""
+    """÷R over the last half (or the second busy phase), and the 429 share over the same."""
     worker = result.fleet.workers[0]
     if len(worker.phases) > 1:
         phase = worker.phases[-1]
@@ -168,7 +169,11 @@ def _steady(case: Case, result: Measured) -> tuple[float, float | None]:
     first, end = math.ceil(duration / 2 / STEP), math.floor(duration / STEP)
     seconds = (end - first) * STEP
     ok = sum(worker.series[first:end])
-    return (ok / seconds / case.rate if seconds > 0 else 0.0), None
+    # The client's own 429s over the same half (counted each time its rate is sampled):
+    # what the learning costs once it has found the limit, apart from finding it.
+    refused = sum(worker.throttles[first:end])
+    share = refused / (ok + refused) if ok + refused else 0.0
+    return (ok / seconds / case.rate if seconds > 0 else 0.0), share
 
 
 def _ok_settle(series: Sequence[int], rate: float) -> float | None:
@@ -216,7 +221,8 @@ def _line(outcome: Outcome) -> list[str]:
     case = outcome.case
     share = f"{outcome.share_429:.1%}"
     if outcome.second_429 is not None:
-        share += f" (2nd {outcome.second_429:.1%})"
+        half = "" if len(case.phases) > 1 else " half"
+        share += f" (2nd{half} {outcome.second_429:.1%})"
     low, most = TARGETS[case.target]
     if case.target == "learnt":
         checks = [(f"steady≥{low:.2f}", outcome.steady >= low)]
@@ -321,7 +327,9 @@ def _bar(outcome: Outcome) -> Bar:
         told = "told: RateLimits(write=R, burst=B)"
         group = "learnt: RateLimits()" if case.told is None else told
         label = _server_name(case)
-    share = outcome.share_429 if outcome.second_429 is None else outcome.second_429
+    share = outcome.share_429
+    if len(case.phases) > 1 and outcome.second_429 is not None:
+        share = outcome.second_429  # idle-then-busy: the second busy phase's
     return Bar(label, group, outcome.whole, outcome.steady, share)
 
 
