@@ -117,7 +117,7 @@ class _Queue:
         # What this process measured in the current epoch (for the admitted share).
         self.epoch = 0
         self.answered = 0
-        self.admitted = 0
+        self.refused = 0  # the answers that were 429 (the others were admitted)
         self.epoch_start = 0.0  # busy time this process saw the epoch begin
         self.max_reset = 1.0  # the longest counter reset seen: the window is at least this
         self.admitted_meter = Meter()  # answers that were not 429, per busy second
@@ -272,7 +272,7 @@ class _Queue:
     def new_epoch(self, epoch: int, start: float) -> None:
         """Enter learning epoch ``epoch``, which began at busy time ``start``."""
         self.epoch = epoch
-        self.answered = self.admitted = 0
+        self.answered = self.refused = 0
         self.epoch_start = start
         self._shared_grant = None
 
