@@ -311,8 +311,7 @@ class _Queue:
         bucket = self._bucket
         if bucket is None or self._queue:  # a shared store, or others are waiting
             return None
-        now = self._clock()
-        if bucket.take(self.schedule, now, _EPSILON) > _EPSILON:
+        if bucket.take(self.schedule, self._clock(), _EPSILON) > _EPSILON:
             return None
         self.granted += 1
         self.backlogged = bucket.backlogged

@@ -363,7 +363,6 @@ class _Bucket:
         start = now if now > paused_until else paused_until
         interval = schedule.interval
         if interval:
-            tau = schedule.tau
             if schedule is not self.schedule:  # a new rate or tolerance since the last
                 _rebase(self, schedule, interval, now)
                 self.schedule = schedule
@@ -372,7 +371,7 @@ class _Bucket:
                 refilled = now + schedule.refill_lead
                 if refilled > tat:
                     tat = refilled
-            earliest = tat - tau
+            earliest = tat - schedule.tau
             self.backlogged = earliest > now
             slot = earliest if earliest > start else start
             wait = slot - now
