@@ -105,61 +105,6 @@ class _Waiter:
 class _Queue:
     """One bucket: its waiters, what this process measured, and its view of the limits."""
 
-    # Slots, not a __dict__: past 30 attributes an instance's dict stops sharing its keys,
-    # and every attribute is a hash lookup in a dict of its own; slots are read at fixed
-    # offsets. Those every request reads (try_now, RateLimiter.note) come first, to share a
-    # cache line or two. A __dict__ still takes what tests attach to a queue.
-    __slots__ = (  # noqa: RUF023  # ordered by use, not alphabetically
-        "_bucket",
-        "_queue",
-        "_clock",
-        "schedule",
-        "granted",
-        "backlogged",
-        "_version",
-        "_shared_grant",
-        "epoch",
-        "answered",
-        "streak",
-        "overloads",
-        "schedule_phase",
-        "_behind",
-        "_deadlines",
-        "_generation",
-        "_head",
-        "_held",
-        "_kicked",
-        "_limiter",
-        "_refill",
-        "_returning",
-        "_risen",
-        "_shift",
-        "_trips",
-        "_wake",
-        "admitted_meter",
-        "boost",
-        "busy",
-        "busy_at",
-        "calm_from",
-        "epoch_start",
-        "lost_meter",
-        "max_reset",
-        "name",
-        "paused_meter",
-        "refused",
-        "refused_since",
-        "round_trip",
-        "second_meter",
-        "sent",
-        "server_burst",
-        "server_limit",
-        "server_rate",
-        "server_remaining",
-        "throttles",
-        "waited",
-        "__dict__",
-    )
-
     def __init__(self, name: BucketName, limiter: RateLimiter) -> None:
         self.name: BucketName = name
         self._limiter = limiter
