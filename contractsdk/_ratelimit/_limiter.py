@@ -46,12 +46,10 @@ import attrs
 
 from contractsdk._headers import (
     _NO_HINTS,
-    _RATE_LIMIT_PROBE,
     RateLimitHints,
     has_rate_limit_headers,
     parse_rate_limit_headers,
 )
-from contractsdk._http import Headers
 
 from . import _control
 from ._control import Control, Observation
@@ -268,13 +266,7 @@ class RateLimiter:
                 queue.answered += 1
             if queue.streak and grant.overloads == queue.overloads:  # granted since the 429
                 queue.streak = 0
-            # Most answers: no clock read, nothing parsed. Headers.has_any called here, not
-            # through has_rate_limit_headers(): one call less on every answer.
-            if not (
-                headers.has_any(_RATE_LIMIT_PROBE)
-                if type(headers) is Headers
-                else has_rate_limit_headers(headers)
-            ):
+            if not has_rate_limit_headers(headers):  # most answers: no clock, no parsing
                 return None if queue.schedule_phase == "paced" else _NO_HINTS
             hints = parse_rate_limit_headers(headers, now=self._wall_clock())
             if queue.schedule_phase == "paced" and self._paced_answer(queue, status_code, hints):
