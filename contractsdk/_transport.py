@@ -212,9 +212,7 @@ class AiohttpTransport:
         self._owns_session = session is None
         self._timeouts: dict[float | None, aiohttp.ClientTimeout] = {}
         # The total timeout is kept by _deadlines: aiohttp is given none (a timer less).
-        self._no_total = aiohttp.ClientTimeout(
-            total=None, connect=None, sock_connect=connect_timeout, sock_read=None
-        )
+        self._no_total = self._total(None)
         self._deadlines = _Deadlines()
         # The last headers sent and aiohttp's form of them (see _send_with_headers).
         self._last_headers: tuple[Sequence[tuple[str, str]], CIMultiDictProxy[str]] | None = None
@@ -321,7 +319,7 @@ class AiohttpTransport:
             if deadline is not None:
                 self._deadlines.end(deadline)
 
-    def _total(self, timeout: float) -> aiohttp.ClientTimeout:
+    def _total(self, timeout: float | None) -> aiohttp.ClientTimeout:
         """The total timeout of ``timeout`` seconds as aiohttp takes it, made once per value."""
         made = self._timeouts[timeout] = aiohttp.ClientTimeout(
             total=timeout, connect=None, sock_connect=self._connect_timeout, sock_read=None

@@ -261,25 +261,20 @@ class RateLimiter:
         known limit, teaches nothing, and the client's hot path stops here.
         """
         queue = self._queues[grant.bucket]
-        if status_code != 429:  # every answer's path, in as few steps as it takes (429s below)
-            if grant.epoch == queue.epoch:
-                queue.answered += 1
-            if queue.streak and grant.overloads == queue.overloads:  # granted since the 429
-                queue.streak = 0
-            if not has_rate_limit_headers(headers):  # most answers: no clock, no parsing
-                return None if queue.schedule_phase == "paced" else _NO_HINTS
-            hints = parse_rate_limit_headers(headers, now=self._wall_clock())
-            if queue.schedule_phase == "paced" and self._paced_answer(queue, status_code, hints):
-                return None
-            return hints
-        hints = _NO_HINTS
-        if has_rate_limit_headers(headers):
-            hints = parse_rate_limit_headers(headers, now=self._wall_clock())
-        if grant.epoch == queue.epoch:  # a 429 is counted as answered and refused
+        throttled = status_code == 429
+        if grant.epoch == queue.epoch:
             queue.answered += 1
-            queue.refused += 1
-        queue.overloaded(grant)
-        return hints
+            if throttled:
+                queue.refused += 1
+        if throttled:
+            queue.overloaded(grant)
+        elif queue.streak and grant.overloads == queue.overloads:  # granted since the 429
+            queue.streak = 0
+        paced = queue.schedule_phase == "paced" and not throttled
+        if not has_rate_limit_headers(headers):  # most answers: no clock read, nothing parsed
+            return None if paced else _NO_HINTS
+        hints = parse_rate_limit_headers(headers, now=self._wall_clock())
+        return None if paced and self._paced_answer(queue, status_code, hints) else hints
 
     def _paced_answer(self, queue: _Queue, status_code: int, hints: RateLimitHints) -> bool:
         """Take a paced bucket's answer (not a 429) here if it repeats what is known.
