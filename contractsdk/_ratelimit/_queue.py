@@ -421,8 +421,9 @@ class _Queue:
         """Slots that fall due during one round trip to the store, when it holds us back.
 
         0.0 in this process's store, and while the shared schedule is ahead of this
-        process (its slots come back in the future: other processes keep it full) unless
-        its share of a round trip is a slot or more.
+        process (its slots come back in the future: its own, on a late event loop, or
+        other processes keep it full), unless others share it and this process's share of
+        a round trip is a slot or more.
         """
         if self._bucket is not None or not self.round_trip:
             return 0.0
@@ -431,14 +432,15 @@ class _Queue:
             return math.inf if self._behind else 0.0
         # This process's share of the rate: processes that share it reserve ahead for
         # their part each, not for all of it.
-        lead = self.round_trip * rate / max(1, self._limiter._store.live)
-        if not self._behind and lead < 1:
+        live = max(1, self._limiter._store.live)
+        lead = self.round_trip * rate / live
+        if not self._behind and (lead < 1 or live == 1):
             return 0.0
-        # A share of a slot or more per round trip: one reservation a round trip falls
-        # short of it wherever the schedule is. Dropping out of reserving ahead whenever
-        # the others' reservations had filled the schedule a round trip ahead left a
-        # process at a slot per round trip until it was behind again (four processes at
-        # 1,000/s with Redis 21 ms away: 0.88-0.91 R; 71 ms away: 0.79-0.88 R).
+        # Shared, a share of a slot or more per round trip: one reservation a round trip
+        # falls short of it wherever the schedule is. Dropping out of reserving ahead
+        # whenever the others' reservations had filled the schedule a round trip ahead
+        # left a process at a slot per round trip until it was behind again (four
+        # processes at 1,000/s with Redis 21 ms away: 0.88-0.91 R; 71 ms away: 0.79-0.88 R).
         return lead if lead >= PIPELINE_FROM else 0.0
 
     def _batch(self, waiting: int) -> int:
