@@ -239,20 +239,27 @@ class Sender:
         grant = None
         if limiter is not None:  # the usual case first: a slot free now, nothing awaited
             grant = limiter.try_acquire(request.method) or await self._acquire(limiter, call)
-        hooks = instrumentation.on_request(request)
-        if hooks is not None:
-            await hooks
-        # Hooks and errors see the request without its credential: the transport sends it
-        # with the credential added to its headers, or is handed a copy that has it.
-        bearer = self._bearer if token is self._token_seen else f"Bearer {token}"
-        send = self._send_headers
-        started = self._clock()
-        if send is not None:
-            response = await send(request, request.headers._pairs_with("Authorization", bearer))
-        else:
-            sent = request.with_header("Authorization", bearer)
-            response = await self._transport.handle_async_request(sent)
-            response = response.for_request(request)
+        try:
+            hooks = instrumentation.on_request(request)
+            if hooks is not None:
+                await hooks
+            # Hooks and errors see the request without its credential: the transport sends
+            # it with the credential added to its headers, or is handed a copy that has it.
+            bearer = self._bearer if token is self._token_seen else f"Bearer {token}"
+            send = self._send_headers
+            started = self._clock()
+            if send is not None:
+                pairs = request.headers._pairs_with("Authorization", bearer)
+                response = await send(request, pairs)
+            else:
+                sent = request.with_header("Authorization", bearer)
+                response = await self._transport.handle_async_request(sent)
+                response = response.for_request(request)
+        except BaseException:
+            if grant is not None:  # no answer to learn from (a probe's: don't wait for it)
+                assert limiter is not None
+                limiter.abandon(grant)
+            raise
         if grant is not None:
             assert limiter is not None
             status, headers = response.status_code, response.headers

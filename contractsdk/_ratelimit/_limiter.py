@@ -270,6 +270,7 @@ class RateLimiter:
             queue.overloaded(grant)
         elif queue.streak and grant.overloads == queue.overloads:  # granted since the 429
             queue.streak = 0
+            queue.probe_over(grant)  # a probe admitted: the run of 429s is over
         paced = queue.schedule_phase == "paced" and not throttled
         if not has_rate_limit_headers(headers):  # most answers: no clock read, nothing parsed
             return None if paced else _NO_HINTS
@@ -307,8 +308,24 @@ class RateLimiter:
         queue.server_remaining = remaining
         return True
 
+    def abandon(self, grant: Grant) -> None:
+        """The request of ``grant`` ended without an answer (an error, or cancelled).
+
+        Nothing is learnt from it; if it was a probe in a run of 429s (``_queue.py``), the
+        bucket grants again at once instead of waiting for an answer that will not come.
+        """
+        self._queues[grant.bucket].probe_over(grant)
+
     async def learn(self, grant: Grant, status_code: int, hints: RateLimitHints) -> None:
         """Take one learning step from an answer :meth:`note` counted (never raises)."""
+        try:
+            await self._learn(grant, status_code, hints)
+        finally:
+            if status_code == 429:
+                # A probe refused: the bucket grants again, after the pause just set.
+                self._queues[grant.bucket].probe_over(grant)
+
+    async def _learn(self, grant: Grant, status_code: int, hints: RateLimitHints) -> None:
         queue = self._queues[grant.bucket]
         throttled = status_code == 429
         fresh = grant.epoch == queue.epoch

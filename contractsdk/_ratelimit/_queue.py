@@ -16,6 +16,12 @@ ahead then only sit further from the answers that move the rate). The slots rese
 ahead belong to the queue, not to a waiter: each head takes the first; a waiter that
 leaves takes none with it; a pause or a slower rate voids them all, and they are given
 back; left over when nobody waits, they are given back too.
+
+In a run of 429s (``PROBE_STREAK`` in a row), the next grant is a *probe*: the queue grants
+nothing more until its answer has been taken in (or ``PROBE_WAIT`` has passed, or its
+request ended without one). A server that refuses everything for a while (a window until it
+ends) then refuses one request per pause, not every request that one round trip of the rate
+puts on the way: a fixed window at 1,000/s, 10 ms away, refused a dozen after each pause.
 """
 
 from __future__ import annotations
@@ -55,6 +61,13 @@ _KICK_RATIO = 1.05
 PIPELINE_FROM = 0.05
 #: The most slots one reservation takes ahead.
 MAX_BATCH = 128
+#: 429s in a row after which the next grant goes alone, a probe (the module's header). Not
+#: after one: a lone 429 (a probe of the learning, a server paced to the millisecond) is
+#: the usual case, and holding the queue a round trip after each cost 1 % of 1,000/s.
+PROBE_STREAK = 2
+#: The longest the queue waits for a probe's answer: a request that hangs holds no one
+#: for longer.
+PROBE_WAIT = 1.0
 
 
 class Grant:
@@ -172,6 +185,11 @@ class _Queue:
         # on by (see _placed).
         self._head: tuple[Slot, float] | None = None
         self._shift = 0.0
+        # A probe out (the module's header), with the count of overloads it was granted
+        # at (its grant carries it); and what the head waiting for its answer awaits.
+        self._probing = False
+        self._probe_overloads = 0
+        self._probe_answer: asyncio.Future[None] | None = None
 
     # -- the schedule the store hands slots out by ---------------------------------------
 
@@ -254,12 +272,15 @@ class _Queue:
         process's memory and a few counts, nothing awaited, no slot object.
         """
         bucket = self._bucket
-        if bucket is None or self._queue:  # a shared store, or others are waiting
+        # A shared store, others waiting, or a probe out.
+        if bucket is None or self._queue or self._probing:
             return None
         if bucket.take(self.schedule, self._clock(), _EPSILON) > _EPSILON:
             return None
         self.granted += 1
         self.backlogged = bucket.backlogged
+        if self.streak >= PROBE_STREAK:
+            self._send_probe()
         if bucket.version != self._version:  # the learning state moved since: catch up
             self._follow(bucket.control, bucket.busy, bucket.version)
         return self._shared_grant or self._share_grant()
@@ -327,6 +348,8 @@ class _Queue:
         store = limiter._store
         shared = self._bucket is None
         while True:
+            if self._probing:
+                await self._await_probe(waiter)
             schedule = self.schedule
             self._risen = False
             generation = self._generation
@@ -665,6 +688,8 @@ class _Queue:
 
     def _grant(self, slot: Slot, waited: float) -> Grant:
         """Count a reserved slot as granted and return the grant."""
+        if self.streak >= PROBE_STREAK:
+            self._send_probe()
         self.granted += 1
         self.busy = slot.busy
         self.busy_at = self._clock()
@@ -673,6 +698,36 @@ class _Queue:
         self.backlogged = slot.backlogged or bool(self._queue)
         self._follow(slot.control, slot.busy, slot.version)
         return Grant(self.name, slot.control.epoch, waited, self.overloads)
+
+    # -- probes in a run of 429s (the module's header) ------------------------------------
+
+    def _send_probe(self) -> None:
+        """The grant being made is a probe: nothing more is granted until its answer."""
+        if not self._probing:
+            self._probing = True
+            self._probe_overloads = self.overloads
+
+    def probe_over(self, grant: Grant) -> None:
+        """The request of ``grant`` was answered, or ended without one: a probe's frees all."""
+        if self._probing and grant.overloads == self._probe_overloads:
+            self._probing = False
+            if self._probe_answer is not None:
+                _resolve(self._probe_answer)
+
+    async def _await_probe(self, waiter: _Waiter) -> None:
+        """As the head: wait for the probe's answer, up to ``PROBE_WAIT`` and the deadline."""
+        wait = PROBE_WAIT
+        if waiter.deadline is not None:
+            wait = max(0.0, min(wait, waiter.deadline - self._clock()))
+        answer = self._probe_answer = asyncio.get_running_loop().create_future()
+        sleeper = asyncio.ensure_future(self._limiter._sleep(wait))
+        try:
+            await asyncio.wait((answer, sleeper), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+            self._probe_answer = None
+        if not answer.done():  # no answer in time: the queue grants again
+            self._probing = False
 
     def _follow(self, control: Control, busy: float, version: int) -> None:
         """Take the store's learning state on (another process may have moved it)."""
