@@ -29,21 +29,19 @@ async def _refused(clock: FakeClock, limiter: RateLimiter, times: int) -> None:
         await limiter.record(grant, 429, {})
 
 
-async def _probe_and_follower(
-    clock: FakeClock, limiter: RateLimiter
-) -> tuple[Grant, asyncio.Future[Grant]]:
-    """The grant after a run of 429s, and the next request, queued behind it."""
+async def _probe_and_follower() -> tuple[FakeClock, RateLimiter, Grant, asyncio.Future[Grant]]:
+    """A limiter after a run of 429s, its next grant, and the request queued behind it."""
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits(read=100, burst=10))
     await _refused(clock, limiter, PROBE_STREAK)
     probe = await clock.run(limiter.acquire("GET"))
     follower = asyncio.ensure_future(limiter.acquire("GET"))
     await clock.run(clock.sleep(PROBE_WAIT / 2))  # far past the pause and the interval
-    return probe, follower
+    return clock, limiter, probe, follower
 
 
 async def test_after_429s_in_a_row_the_next_request_goes_alone_until_answered() -> None:
-    clock = FakeClock()
-    limiter = make_limiter(clock, RateLimits(read=100, burst=10))
-    probe, follower = await _probe_and_follower(clock, limiter)
+    clock, limiter, probe, follower = await _probe_and_follower()
     assert not follower.done()  # held, though its slot fell due long ago
     assert limiter.try_acquire("GET") is None  # no way round it: not the fast path either
     answered = clock.now
@@ -54,9 +52,7 @@ async def test_after_429s_in_a_row_the_next_request_goes_alone_until_answered() 
 
 
 async def test_a_refused_probe_is_followed_by_another_probe() -> None:
-    clock = FakeClock()
-    limiter = make_limiter(clock, RateLimits(read=100, burst=10))
-    probe, follower = await _probe_and_follower(clock, limiter)
+    clock, limiter, probe, follower = await _probe_and_follower()
     await limiter.record(probe, 429, {})  # still refusing: a pause, then one more probe
     second = await clock.run(follower)
     third = asyncio.ensure_future(limiter.acquire("GET"))
@@ -68,9 +64,7 @@ async def test_a_refused_probe_is_followed_by_another_probe() -> None:
 
 
 async def test_an_unanswered_probe_holds_the_queue_no_longer_than_probe_wait() -> None:
-    clock = FakeClock()
-    limiter = make_limiter(clock, RateLimits(read=100, burst=10))
-    _, follower = await _probe_and_follower(clock, limiter)
+    clock, _, _, follower = await _probe_and_follower()
     assert not follower.done()
     held_from = clock.now - PROBE_WAIT / 2
     await clock.run(follower)
@@ -78,9 +72,7 @@ async def test_an_unanswered_probe_holds_the_queue_no_longer_than_probe_wait() -
 
 
 async def test_a_probe_that_ended_without_an_answer_frees_the_queue_at_once() -> None:
-    clock = FakeClock()
-    limiter = make_limiter(clock, RateLimits(read=100, burst=10))
-    probe, follower = await _probe_and_follower(clock, limiter)
+    clock, limiter, probe, follower = await _probe_and_follower()
     assert not follower.done()
     ended = clock.now
     limiter.abandon(probe)
@@ -106,9 +98,7 @@ async def test_an_answer_to_an_older_request_is_not_the_probes() -> None:
 
 
 async def test_a_waiter_cancelled_while_the_probe_is_out_leaves_the_next_to_wait() -> None:
-    clock = FakeClock()
-    limiter = make_limiter(clock, RateLimits(read=100, burst=10))
-    probe, follower = await _probe_and_follower(clock, limiter)
+    clock, limiter, probe, follower = await _probe_and_follower()
     behind = asyncio.ensure_future(limiter.acquire("GET"))
     await clock.settle()
     follower.cancel()
