@@ -244,6 +244,27 @@ async def test_one_overload_lowers_the_shared_rate_once(
     assert (await first.acquire("POST")).epoch == (await second.acquire("POST")).epoch == 2
 
 
+async def test_through_redis_a_probe_in_a_run_of_429s_goes_alone(
+    redis_server: RedisServer, limiters: list[RateLimiter], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The queue's head waits for the probe's answer through a shared store too.
+
+    Each process probes for itself (the run of 429s is its own count); the pause the run
+    set is the fleet's.
+    """
+    monkeypatch.setattr(_queue, "PROBE_WAIT", 60.0)  # only the answer frees it here
+    limiter = shared_limiter(redis_server.url, RateLimits(write=100, burst=2))
+    limiters.append(limiter)
+    for _ in range(_queue.PROBE_STREAK):
+        await limiter.record(await limiter.acquire("POST"), 429, {})
+    probe = await asyncio.wait_for(limiter.acquire("POST"), 10)
+    follower = asyncio.ensure_future(limiter.acquire("POST"))
+    await asyncio.sleep(0.3)  # a bare 429's pause at this rate is 0.06 s at the most
+    assert not follower.done()
+    await limiter.record(probe, 200, {})
+    await asyncio.wait_for(follower, 10)
+
+
 async def test_a_strike_that_goes_on_is_shared(
     redis_server: RedisServer, limiters: list[RateLimiter]
 ) -> None:
