@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import math
 import random as _random
 import time
@@ -58,6 +59,10 @@ from ._queue import Grant, _burst_cap, _Queue
 from ._store import IDLE_GAP, LocalStore, Store
 
 __all__ = ["BucketState", "Grant", "RateLimiter", "RateLimiterState"]
+
+#: The learning's turns (a decrease, a pause, a new phase), at DEBUG: what a client slower
+#: than expected is doing. Never a header value: no credential reaches it.
+logger = logging.getLogger("contractsdk.ratelimit")
 
 #: Through a shared store, a learnt rate is written when it moved by more than this share.
 PUBLISH_STEP = 0.02
@@ -395,6 +400,7 @@ class RateLimiter:
         if new is start and not decision.pause and tokens is None:
             return
         old_schedule = queue.schedule
+        ours = True  # the step written is this process's own (not another's it lost to)
         for attempt in range(_CAS_TRIES):
             replaced = True
             with contextlib.suppress(Exception):  # invariant 5: the store's failure is not ours
@@ -424,9 +430,12 @@ class RateLimiter:
             # The other write moved the epoch on, or went as far as this step would.
             new = control
             queue.reschedule(new)
+            ours = False
             break
         else:
             queue.reschedule(new)  # lost every time: this process paces as it decided
+        if ours and _turned(start, new, decision.pause) and logger.isEnabledFor(logging.DEBUG):
+            _log_step(grant.bucket, status_code, start, new, decision.pause)
         if new.epoch != queue.epoch:
             # The epoch is measured from the end of its pause: waiting out a Retry-After
             # is not sending at the new rate.
@@ -510,6 +519,32 @@ def _named_rate(limit: float, window: float) -> float:
     """
     spare = min(limit, (limit - 1) / _control.PACING) if limit > 1 else limit
     return spare / window
+
+
+def _log_step(bucket: BucketName, status: int, old: Control, new: Control, pause: float) -> None:
+    """Log a learning step that turned, at DEBUG."""
+    logger.debug(
+        "%s bucket, after a %d: %s -> %s/s, %s -> %s, W %s/s, epoch %d, paused %.3f s",
+        bucket,
+        status,
+        _per_second(old.rate),
+        _per_second(new.rate),
+        old.phase,
+        new.phase,
+        _per_second(new.w_max or None),
+        new.epoch,
+        pause,
+    )
+
+
+def _turned(old: Control, new: Control, pause: float) -> bool:
+    """Whether a learning step turned: a decrease, a pause or a new phase (not a climb)."""
+    return new.epoch != old.epoch or new.phase != old.phase or pause > 0
+
+
+def _per_second(rate: float | None) -> str:
+    """A rate for a log line: one decimal, or ``-`` for none."""
+    return "-" if rate is None else f"{rate:.1f}"
 
 
 def _significant(old: Control, new: Control) -> bool:
