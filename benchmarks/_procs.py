@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 import math
 import subprocess
 import sys
@@ -84,6 +85,8 @@ class WorkerSpec:
         burst: sdk: ``RateLimits(burst=…)``.
         redis: sdk: share the limiter through this Redis URL (None: do not).
         name: A label for the worker (its ``X-Bench-Client`` header, aiolimiter only).
+        turns: sdk: write the limiter's turns (the ``contractsdk.ratelimit`` logger at
+            DEBUG) to this file, each line stamped with seconds from the common start.
     """
 
     kind: str
@@ -96,6 +99,7 @@ class WorkerSpec:
     burst: int | None = None
     redis: str | None = None
     name: str = "worker"
+    turns: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -448,7 +452,29 @@ def _say(data: dict[str, Any]) -> None:
     print(json.dumps(data), flush=True)
 
 
+class _SinceStart(logging.Formatter):
+    """Stamps a log line with the seconds since the run's common start (once it began)."""
+
+    origin = math.inf  # time.monotonic() at the common start
+
+    def format(self, record: logging.LogRecord) -> str:
+        since = max(0.0, time.monotonic() - self.origin)
+        return f"{since:7.3f} {record.getMessage()}"
+
+
+def _log_turns(path: str) -> _SinceStart:
+    """Send the limiter's DEBUG turns to ``path``; the formatter takes the start later."""
+    handler = logging.FileHandler(path, mode="w", encoding="utf-8")
+    formatter = _SinceStart()
+    handler.setFormatter(formatter)
+    logger = logging.getLogger("contractsdk.ratelimit")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    return formatter
+
+
 async def _worker(spec: WorkerSpec) -> None:
+    turns = _log_turns(spec.turns) if spec.turns is not None and spec.kind == "sdk" else None
     try:
         client = await (_sdk_client(spec) if spec.kind == "sdk" else _aiolimiter_client(spec))
     except _SkipError as skip:
@@ -457,13 +483,17 @@ async def _worker(spec: WorkerSpec) -> None:
     try:
         _say({"ready": True})
         start_at = float(await asyncio.to_thread(sys.stdin.readline))
-        _say(await _run(spec, client, start_at))
+        _say(await _run(spec, client, start_at, turns))
     finally:
         await client.close()
 
 
-async def _run(spec: WorkerSpec, client: _Client, start_at: float) -> dict[str, Any]:
+async def _run(
+    spec: WorkerSpec, client: _Client, start_at: float, turns: _SinceStart | None = None
+) -> dict[str, Any]:
     origin = time.monotonic() + (start_at - time.time())  # the common start, on this clock
+    if turns is not None:
+        turns.origin = origin
     await asyncio.sleep(max(0.0, origin - time.monotonic()))
     cpu = time.process_time()
     errors: Counter[str] = Counter()

@@ -35,7 +35,10 @@ own write rate, every 0.5 s from the start.
 Figures are printed, never asserted: the machine is shared and noisy. ``--quick`` runs a
 subset in about a minute; ``--plot PATH`` draws the rates over time and ``--chart DIR``
 writes ``learning-scenarios.png`` there, each scenario's ÷R and 429 share as bars (both need
-matplotlib; ``nox -s bench`` installs it and writes the charts into docs/images/).
+matplotlib; ``nox -s bench`` installs it and writes the charts into docs/images/);
+``--turns DIR`` writes each row's limiter turns there (its DEBUG log on
+``contractsdk.ratelimit``: every decrease, pause and change of phase, stamped with the
+seconds from the row's start), one file per row, to see why a row came out as it did.
 
 Run ``python -m benchmarks learning --help`` for the options.
 """
@@ -190,7 +193,7 @@ def _ok_settle(series: Sequence[int], rate: float) -> float | None:
     return settle_time(seconds, rate)
 
 
-def _run_case(case: Case, server: Server, concurrency: int) -> Outcome:
+def _run_case(case: Case, server: Server, concurrency: int, turns: Path | None = None) -> Outcome:
     spec = WorkerSpec(
         kind="sdk",
         url=server.url,
@@ -200,6 +203,7 @@ def _run_case(case: Case, server: Server, concurrency: int) -> Outcome:
         phases=case.phases,
         write=None if case.told is None else case.told[0],
         burst=None if case.told is None else case.told[1],
+        turns=None if turns is None else str(turns),
     )
     result = measure(server, [spec])
     outcome = Outcome(case, result)
@@ -246,6 +250,13 @@ def _line(outcome: Outcome) -> list[str]:
         "-" if outcome.ok_settle is None else f"{outcome.ok_settle:.1f}",
         verdict(checks),
     ]
+
+
+def _turns_name(case: Case) -> str:
+    """The file a row's limiter turns go to: its server, R, and whether it was told."""
+    told = "learnt" if case.told is None else "told"
+    idle = "-idle" if len(case.phases) > 1 else ""
+    return f"{case.kind.replace('/', '-')}-{case.rate:g}-{told}{idle}.log"
 
 
 def _server_name(case: Case) -> str:
@@ -371,6 +382,12 @@ def _parser() -> argparse.ArgumentParser:
         default=0.0,
         help="our servers delay each answer by up to this many ms (nginx rows: skipped)",
     )
+    parser.add_argument(
+        "--turns",
+        metavar="DIR",
+        type=Path,
+        help="write each row's limiter turns (its DEBUG log, contractsdk.ratelimit) into DIR",
+    )
     parser.add_argument("--plot", metavar="PATH", help="write a PNG of the rates over time")
     parser.add_argument(
         "--chart",
@@ -418,11 +435,14 @@ def run(argv: Sequence[str] = ()) -> None:
     lines: list[list[str]] = []
     servers = _Servers(args.latency)
     try:
+        if args.turns is not None:
+            args.turns.mkdir(parents=True, exist_ok=True)
         for case in _cases(args):
             server = servers.get(case)
             if server is None:
                 continue
-            outcome = _run_case(case, server, args.concurrency)
+            turns = None if args.turns is None else args.turns / _turns_name(case)
+            outcome = _run_case(case, server, args.concurrency, turns)
             if outcome.result.fleet.skipped:
                 lines.append(
                     [case.name, _server_name(case), f"skipped: {outcome.result.fleet.skipped}"]
