@@ -38,7 +38,10 @@ writes ``learning-scenarios.png`` there, each scenario's ÷R and 429 share as ba
 matplotlib; ``nox -s bench`` installs it and writes the charts into docs/images/);
 ``--turns DIR`` writes each row's limiter turns there (its DEBUG log on
 ``contractsdk.ratelimit``: every decrease, pause and change of phase, stamped with the
-seconds from the row's start), one file per row, to see why a row came out as it did.
+seconds from the row's start), one file per row, to see why a row came out as it did;
+``--repeat N`` runs each row N times and adds a table of each row's lowest, median and
+highest steady half and 429 share, and how many runs met the target: one run of a row
+moves by a few per cent with the machine's load, and a change is judged on many.
 
 Run ``python -m benchmarks learning --help`` for the options.
 """
@@ -47,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -252,11 +256,39 @@ def _line(outcome: Outcome) -> list[str]:
     ]
 
 
-def _turns_name(case: Case) -> str:
-    """The file a row's limiter turns go to: its server, R, and whether it was told."""
+def _turns_name(case: Case, run: int | None = None) -> str:
+    """The file a row's limiter turns go to: its server, R, whether it was told, its run."""
     told = "learnt" if case.told is None else "told"
     idle = "-idle" if len(case.phases) > 1 else ""
-    return f"{case.kind.replace('/', '-')}-{case.rate:g}-{told}{idle}.log"
+    again = "" if run is None else f"-{run}"
+    return f"{case.kind.replace('/', '-')}-{case.rate:g}-{told}{idle}{again}.log"
+
+
+def _spans(outcomes: Sequence[Outcome]) -> list[list[str]]:
+    """One line per case over its runs: steady and 429 share, lowest–median–highest."""
+    runs: dict[Case, list[Outcome]] = {}
+    for outcome in outcomes:
+        runs.setdefault(outcome.case, []).append(outcome)
+    lines = []
+    for case, each in runs.items():
+        steady = sorted(outcome.steady for outcome in each)
+        shares = sorted(outcome.share_429 for outcome in each)
+        met = sum(_line(outcome)[-1] == "met" for outcome in each)
+        lines.append(
+            [
+                case.name,
+                _server_name(case),
+                " / ".join(f"{value:.3f}" for value in _low_median_high(steady)),
+                " / ".join(f"{value:.1%}" for value in _low_median_high(shares)),
+                f"{met} of {len(each)}",
+            ]
+        )
+    return lines
+
+
+def _low_median_high(values: Sequence[float]) -> tuple[float, float, float]:
+    """The lowest, median and highest of sorted ``values``."""
+    return values[0], statistics.median(values), values[-1]
 
 
 def _server_name(case: Case) -> str:
@@ -364,6 +396,13 @@ def _rates(text: str) -> list[float]:
     return [float(part) for part in text.split(",") if part.strip()]
 
 
+def _runs(text: str) -> int:
+    runs = int(text)
+    if runs < 1:
+        raise argparse.ArgumentTypeError(f"at least one run, not {runs}")
+    return runs
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks learning", description=__doc__.partition("\n")[0]
@@ -376,6 +415,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--duration", type=float, help="seconds per row (8; quick 5)")
     parser.add_argument("--busy", type=float, help="seconds per busy phase of idle-then-busy")
     parser.add_argument("--concurrency", type=int, default=32, help="the client's tasks")
+    parser.add_argument(
+        "--repeat",
+        type=_runs,
+        default=1,
+        help="runs of each row (more than 1: a table of each row's lowest, median, highest)",
+    )
     parser.add_argument(
         "--latency",
         type=float,
@@ -438,18 +483,19 @@ def run(argv: Sequence[str] = ()) -> None:
         if args.turns is not None:
             args.turns.mkdir(parents=True, exist_ok=True)
         for case in _cases(args):
-            server = servers.get(case)
-            if server is None:
-                continue
-            turns = None if args.turns is None else args.turns / _turns_name(case)
-            outcome = _run_case(case, server, args.concurrency, turns)
-            if outcome.result.fleet.skipped:
-                lines.append(
-                    [case.name, _server_name(case), f"skipped: {outcome.result.fleet.skipped}"]
-                )
-                continue
-            outcomes.append(outcome)
-            lines.append(_line(outcome))
+            for run in range(1, args.repeat + 1):
+                server = servers.get(case)
+                if server is None:
+                    break
+                name = _turns_name(case, run if args.repeat > 1 else None)
+                turns = None if args.turns is None else args.turns / name
+                outcome = _run_case(case, server, args.concurrency, turns)
+                if outcome.result.fleet.skipped:
+                    skipped = f"skipped: {outcome.result.fleet.skipped}"
+                    lines.append([case.name, _server_name(case), skipped])
+                    break
+                outcomes.append(outcome)
+                lines.append(_line(outcome))
     finally:
         servers.stop()
     print()
@@ -469,6 +515,12 @@ def run(argv: Sequence[str] = ()) -> None:
             left=2,
         )
     )
+    if args.repeat > 1:
+        print()
+        print(f"Over {args.repeat} runs of each row: lowest, median and highest")
+        print(
+            table(["client", "server", "÷R steady", "429 share", "met"], _spans(outcomes), left=2)
+        )
     print()
     print("Per row: successes/s every 0.5 s | the client's write rate every 0.5 s")
     for number, outcome in enumerate(outcomes, 1):
@@ -480,9 +532,12 @@ def run(argv: Sequence[str] = ()) -> None:
         errors = outcome.result.fleet.errors
         failed = ", ".join(f"{n} ×{c}" for n, c in errors.most_common())
         print(f"    {outcome.result.cpu_note()}" + (f"; errors: {failed}" if failed else ""))
+    firsts: dict[Case, Outcome] = {}  # the plot and the chart show each row's first run
+    for outcome in outcomes:
+        firsts.setdefault(outcome.case, outcome)
     if args.plot:
-        _plot(args.plot, outcomes)
-    if args.chart is not None and outcomes:
-        _chart(args.chart, outcomes, argv)
+        _plot(args.plot, list(firsts.values()))
+    if args.chart is not None and firsts:
+        _chart(args.chart, list(firsts.values()), argv)
     print()
     print(f"ran in {time.perf_counter() - started:.0f} s")
