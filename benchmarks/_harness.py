@@ -519,6 +519,16 @@ def median(values: Iterable[float]) -> float:
     return statistics.median(values)
 
 
+def span(values: Sequence[float], fmt: str) -> str:
+    """The lowest and highest of ``values``, each formatted by ``fmt``: ``low–high``."""
+    return f"{min(values):{fmt}}–{max(values):{fmt}}"
+
+
+def median_span(values: Sequence[float], fmt: str) -> str:
+    """The median of ``values`` and, in brackets, their span: ``median (low–high)``."""
+    return f"{statistics.median(values):{fmt}} ({span(values, fmt)})"
+
+
 def table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, left: int = 1) -> str:
     """Lay out a text table: the first ``left`` columns left-aligned, the rest right-aligned."""
     rows = [list(map(str, row)) for row in rows]

@@ -50,14 +50,13 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks._charts import Bar, command_line, pyplot, run_note, scenario_bars
-from benchmarks._harness import Server, environment_line, table
+from benchmarks._harness import Server, environment_line, median_span, table
 from benchmarks._limiters import Limits
 from benchmarks._nginx import NginxServer, nginx_binary
 from benchmarks._procs import (
@@ -265,30 +264,23 @@ def _turns_name(case: Case, run: int | None = None) -> str:
 
 
 def _spans(outcomes: Sequence[Outcome]) -> list[list[str]]:
-    """One line per case over its runs: steady and 429 share, lowest–median–highest."""
+    """One line per case over its runs: steady and 429 share, median (lowest–highest)."""
     runs: dict[Case, list[Outcome]] = {}
     for outcome in outcomes:
         runs.setdefault(outcome.case, []).append(outcome)
     lines = []
     for case, each in runs.items():
-        steady = sorted(outcome.steady for outcome in each)
-        shares = sorted(outcome.share_429 for outcome in each)
         met = sum(_line(outcome)[-1] == "met" for outcome in each)
         lines.append(
             [
                 case.name,
                 _server_name(case),
-                " / ".join(f"{value:.3f}" for value in _low_median_high(steady)),
-                " / ".join(f"{value:.1%}" for value in _low_median_high(shares)),
+                median_span([outcome.steady for outcome in each], ".3f"),
+                median_span([outcome.share_429 for outcome in each], ".1%"),
                 f"{met} of {len(each)}",
             ]
         )
     return lines
-
-
-def _low_median_high(values: Sequence[float]) -> tuple[float, float, float]:
-    """The lowest, median and highest of sorted ``values``."""
-    return values[0], statistics.median(values), values[-1]
 
 
 def _server_name(case: Case) -> str:
@@ -517,7 +509,7 @@ def run(argv: Sequence[str] = ()) -> None:
     )
     if args.repeat > 1:
         print()
-        print(f"Over {args.repeat} runs of each row: lowest, median and highest")
+        print(f"Over {args.repeat} runs of each row: median (lowest–highest)")
         print(
             table(["client", "server", "÷R steady", "429 share", "met"], _spans(outcomes), left=2)
         )

@@ -43,11 +43,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import time
 from collections.abc import Sequence
 
-from benchmarks._harness import table
+from benchmarks._harness import median_span, span, table
 from contractsdk import Retries
 from contractsdk._ratelimit import RateLimits
 from tests._simserver import LOAD_PERIOD, CrowdRun, Run, crowd, learn
@@ -97,14 +96,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--crowd-seeds", type=int, default=10, help="seeds per crowd row")
     return parser
-
-
-def _span(values: Sequence[float], fmt: str) -> str:
-    return f"{min(values):{fmt}}–{max(values):{fmt}}"
-
-
-def _median_span(values: Sequence[float]) -> str:
-    return f"{statistics.median(values):.1f} ({_span(values, '.1f')})"
 
 
 def run(argv: Sequence[str] = ()) -> None:
@@ -195,9 +186,9 @@ def _learning_row(
         kind,
         f"{rate:g}/s",
         f"{lag * 1000:g} ms" if lag else f"{latency * 1000:g} ms",
-        _span([run.per_second / rate for run in runs], ".3f"),
-        _span(steady, ".3f"),
-        _span([run.share_429 for run in runs], ".1%"),
+        span([run.per_second / rate for run in runs], ".3f"),
+        span(steady, ".3f"),
+        span([run.share_429 for run in runs], ".1%"),
         _by_phase(runs),
         "met" if min(steady) >= STEADY_TARGET else f"MISSED ≥{STEADY_TARGET}",
     ]
@@ -247,8 +238,8 @@ def _crowds(seeds: int) -> None:
                     f"{kind} {rate:g}/s B={burst}",
                     f"{clients}×{calls}",
                     name,
-                    _median_span([run.seconds / ideal for run in runs]),
-                    _span([run.share_429 for run in runs], ".0%"),
+                    median_span([run.seconds / ideal for run in runs], ".1f"),
+                    span([run.share_429 for run in runs], ".0%"),
                     str(sum(run.failed for run in runs)),
                 ]
             )
