@@ -24,6 +24,7 @@ from contractsdk._ratelimit._control import (
     MIN_RATE,
     PACING,
     PROBE_FLOOR,
+    PROBE_SPACING,
     QUOTA_RUN,
     QUOTA_STREAK,
     REFUSAL_SHARE,
@@ -230,6 +231,22 @@ def test_the_same_w_found_again_lengthens_the_probe_and_cuts_less() -> None:
     elsewhere = decide(attrs.evolve(cubic(w_max=150.0), rate=100.0), observation).control
     assert elsewhere.rate == pytest.approx(100.0 * BETA)
     assert elsewhere.k_base == CUBIC_K
+
+
+def test_at_a_low_rate_probes_are_spaced_by_requests() -> None:
+    """Found again and again at 25/s, K doubles past K_MAX to PROBE_SPACING requests' worth.
+
+    A probe costs a 429 or so whatever the rate: at 25/s, K_MAX seconds would be one in
+    half as many requests as at 50/s.
+    """
+    observation = Observation(status=429, backlogged=True, epoch_age=20, answered=500, admitted=500)
+    ks = []
+    control = attrs.evolve(cubic(w_max=25.0), rate=25.0)
+    for _ in range(5):
+        control = attrs.evolve(decide(control, observation).control, rate=25.0)
+        ks.append(control.k_base)
+    assert ks == [2 * CUBIC_K, 4 * CUBIC_K, 8 * CUBIC_K, 8 * CUBIC_K, 8 * CUBIC_K]
+    assert 8 * CUBIC_K == PROBE_SPACING / 25.0 > K_MAX
 
 
 def test_cubic_climbs_back_to_w_in_k_then_probes_above() -> None:

@@ -58,10 +58,11 @@ What it decides, per bucket:
   higher), without a decrease.
 * **Climb.** CUBIC in relative form, ``W * (1 + c * (t - K)**3)``: fast while far below W,
   flat around it, then probing above in case the limit rose. K is a few busy seconds
-  whatever the rate, so 25/s and 1,000/s converge alike, and doubles (to ``K_MAX``) each
-  time a decrease finds W where the last one did: a limit found again and again is
-  probed, and overrun, less and less often. Such a decrease cuts by ``SAME_BETA`` only:
-  the limit is known, and a step under it lets the server recover.
+  whatever the rate, so 25/s and 1,000/s converge alike, and doubles (to ``K_MAX``, or at
+  a low rate to ``PROBE_SPACING`` requests' worth) each time a decrease finds W where the
+  last one did: a limit found again and again is probed, and overrun, less and less often.
+  Such a decrease cuts by ``SAME_BETA`` only: the limit is known, and a step under it
+  lets the server recover.
 * **A limit the server names is a ceiling for the learning.** ``X-RateLimit-Limit`` (or
   its IETF forms) over the longest reset seen, at least a second, is where a slow start
   jumps, the most W can be, and the most the rate climbs to: probing past the quota of a
@@ -149,6 +150,10 @@ SAME_BETA: Final = 0.95
 CUBIC_K: Final = 2.0
 K_MAX: Final = 8.0
 SAME_W: Final = 0.05
+#: A probe past a known limit costs a 429 or two whatever the rate, so at a low rate K
+#: doubles on, past K_MAX, up to this many requests' worth of busy seconds at W: at 25/s,
+#: 16 s (a 429 in some 600 requests, not 300); from 50/s up, K_MAX.
+PROBE_SPACING: Final = 400.0
 
 #: The lowest rate the learning ever sets (botocore's minimum fill rate).
 MIN_RATE: Final = 0.5
@@ -437,7 +442,7 @@ def _decrease(
         # window's memory, which is not taken for the limit.)
         same = control.w_max > 0 and abs(w_max - control.w_max) <= SAME_W * control.w_max
         if same and not memory:
-            beta, k = SAME_BETA, min(control.k_base * 2, K_MAX)
+            beta, k = SAME_BETA, min(control.k_base * 2, _k_most(w_max))
         if observation.scale > 1:
             # A fleet overruns the limit by one reservation per process before a 429
             # reaches them all: probe for a higher limit half as often.
@@ -464,6 +469,11 @@ def _last_second(control: Control, observation: Observation) -> float:
     overloaded the server then, which the last W bounds.
     """
     return min(observation.admitted_second * observation.scale, control.w_max)
+
+
+def _k_most(w_max: float) -> float:
+    """The most K doubles to for a limit found again at ``w_max``: probes spaced by requests."""
+    return max(K_MAX, PROBE_SPACING / w_max)
 
 
 def _k(k_base: float, start: float) -> float:
