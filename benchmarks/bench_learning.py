@@ -32,8 +32,8 @@ per second, over every second from then to the end of the run, stay within 5 % o
 25/s, 24 to 26 a second; ``-``: never, and for idle-then-busy not measured). The client's
 rate is the schedule's, which a pacer on a busy event loop falls short of, and CUBIC's
 probes dip it under 0.95 R on purpose: the successes are what a user sees. Targets:
-learnt and bulk: steady ≥ 0.95 R and ≤ 1 % 429s over the whole run; told: ≥ 0.97 R and ≤ 0.5 %
-429s; idle-then-busy, second phase: told right ≥ 0.97 R and ≤ 0.5 %, told wrong
+learnt and bulk: steady ≥ 0.95 R and ≤ 1 % 429s over the whole run; told: ≥ 0.97 R and
+≤ 0.5 % 429s; idle-then-busy, second phase: told right ≥ 0.97 R and ≤ 0.5 %, told wrong
 ≥ 0.90 R and ≤ 2 %. Under the table, each row's successes per second and the client's
 own write rate, every 0.5 s from the start.
 

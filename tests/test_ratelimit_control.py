@@ -17,6 +17,7 @@ from contractsdk._ratelimit._control import (
     CUBIC_K,
     ECHO_SHARE,
     FIRST_BETA,
+    K_LONGEST,
     K_MAX,
     LATELY_SPAN,
     MAX_CUT,
@@ -247,6 +248,12 @@ def test_at_a_low_rate_probes_are_spaced_by_requests() -> None:
         ks.append(control.k_base)
     assert ks == [2 * CUBIC_K, 4 * CUBIC_K, 8 * CUBIC_K, 8 * CUBIC_K, 8 * CUBIC_K]
     assert 8 * CUBIC_K == PROBE_SPACING / 25.0 > K_MAX
+    # At 1/s, 400 requests would be 400 s: a raised limit is still found within minutes.
+    slow = Observation(status=429, backlogged=True, epoch_age=900, answered=900, admitted=900)
+    control = attrs.evolve(cubic(w_max=1.0), rate=1.0)
+    for _ in range(8):
+        control = attrs.evolve(decide(control, slow).control, rate=1.0)
+    assert control.k_base == K_LONGEST < PROBE_SPACING / 1.0
 
 
 def test_cubic_climbs_back_to_w_in_k_then_probes_above() -> None:

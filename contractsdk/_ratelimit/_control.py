@@ -152,8 +152,10 @@ K_MAX: Final = 8.0
 SAME_W: Final = 0.05
 #: A probe past a known limit costs a 429 or two whatever the rate, so at a low rate K
 #: doubles on, past K_MAX, up to this many requests' worth of busy seconds at W: at 25/s,
-#: 16 s (a 429 in some 600 requests, not 300); from 50/s up, K_MAX.
+#: 16 s (a 429 in some 600 requests, not 300); from 50/s up, K_MAX. Never past K_LONGEST:
+#: a limit raised at 1/s is still found within a few minutes.
 PROBE_SPACING: Final = 400.0
+K_LONGEST: Final = 60.0
 
 #: The lowest rate the learning ever sets (botocore's minimum fill rate).
 MIN_RATE: Final = 0.5
@@ -473,7 +475,7 @@ def _last_second(control: Control, observation: Observation) -> float:
 
 def _k_most(w_max: float) -> float:
     """The most K doubles to for a limit found again at ``w_max``: probes spaced by requests."""
-    return max(K_MAX, PROBE_SPACING / w_max)
+    return max(K_MAX, min(PROBE_SPACING / w_max, K_LONGEST))
 
 
 def _k(k_base: float, start: float) -> float:
