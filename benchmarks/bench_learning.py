@@ -247,12 +247,9 @@ def _run_case(case: Case, server: Server, concurrency: int, turns: Path | None =
     return outcome
 
 
-def _line(outcome: Outcome) -> list[str]:
+def _checks(outcome: Outcome) -> list[tuple[str, bool]]:
+    """The row's targets, each named, and whether it met them."""
     case = outcome.case
-    share = f"{outcome.share_429:.1%}"
-    if outcome.second_429 is not None:
-        half = "" if len(case.phases) > 1 else " half"
-        share += f" (2nd{half} {outcome.second_429:.1%})"
     low, most = TARGETS[case.target]
     if case.target in ("learnt", "bulk"):
         checks = [(f"steady≥{low:.2f}", outcome.steady >= low)]
@@ -266,6 +263,15 @@ def _line(outcome: Outcome) -> list[str]:
         second = outcome.second_429 or 0.0
         checks = [(f"2nd≥{low:.2f}", outcome.steady >= low), (f"2nd≤{most:.1%}", second <= most)]
     checks.append(("0 fail", not outcome.result.fleet.errors))
+    return checks
+
+
+def _line(outcome: Outcome) -> list[str]:
+    case = outcome.case
+    share = f"{outcome.share_429:.1%}"
+    if outcome.second_429 is not None:
+        half = "" if len(case.phases) > 1 else " half"
+        share += f" (2nd{half} {outcome.second_429:.1%})"
     return [
         case.name,
         _server_name(case),
@@ -274,7 +280,7 @@ def _line(outcome: Outcome) -> list[str]:
         share,
         "-" if outcome.settle is None else f"{outcome.settle:.1f}",
         "-" if outcome.ok_settle is None else f"{outcome.ok_settle:.1f}",
-        verdict(checks),
+        verdict(_checks(outcome)),
     ]
 
 
@@ -294,7 +300,7 @@ def _spans(outcomes: Sequence[Outcome]) -> list[list[str]]:
         runs.setdefault(outcome.case, []).append(outcome)
     lines = []
     for case, each in runs.items():
-        met = sum(_line(outcome)[-1] == "met" for outcome in each)
+        met = sum(all(ok for _, ok in _checks(outcome)) for outcome in each)
         lines.append(
             [
                 case.name,
