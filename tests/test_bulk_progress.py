@@ -10,7 +10,7 @@ from rich.console import Console
 
 from contractsdk import ConfigurationError
 from contractsdk.bulk import BulkProgress, format_progress
-from contractsdk.bulk._model import estimate_seconds
+from contractsdk.bulk._model import RowOutcome, estimate_seconds
 from contractsdk.cli._bulk import ProgressView, parse_columns
 
 
@@ -120,6 +120,21 @@ def test_progress_prints_plain_lines_elsewhere() -> None:
     assert len(lines) == 2
     assert all("rows/s" in line and "ETA" in line for line in lines)
     assert "\r" not in output(out) and "\x1b" not in output(out)
+
+
+def test_the_send_rate_leaves_out_rows_a_stop_left_unsent() -> None:
+    """After Ctrl-C the job yields its unsent rows as ``pending``: no request, no rate."""
+    view = ProgressView(FakeJob(), console(terminal=False))  # type: ignore[arg-type]
+    for row in range(10):
+        view.seen(RowOutcome(row=row, line=row + 2, key=f"ref:{row}", state="created"))
+    view.stop()
+    for row in range(10, 600):
+        view.seen(RowOutcome(row=row, line=row + 2, key=f"ref:{row}", state="pending"))
+    assert (view.done, view.sent) == (600, 10)
+    stopped_at = view._stopped_at
+    assert stopped_at is not None
+    assert view.rate() == pytest.approx(10 / (stopped_at - view._start))
+    assert view.eta(progress()) == "stopped"
 
 
 def test_quiet_progress_draws_nothing() -> None:

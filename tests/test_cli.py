@@ -201,7 +201,40 @@ def test_secrets_never_printed(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["users", "get", "1"], "no credentials"),
+        (["users", "get", "1"], "no credentials: set CONTRACTSDK_API_KEY (or give --api-key)"),
+        (
+            ["contracts", "update", "1", "--value", "a=b", "--require-all", "--api-key", "k"],
+            "--require-all needs --template",
+        ),
+        (
+            [
+                "parties",
+                "add",
+                "1",
+                "--user",
+                "2",
+                "--role",
+                "party",
+                "--side",
+                "first",
+                "--require-all",
+                "--api-key",
+                "k",
+            ],
+            "--require-all needs --template",
+        ),
+        (
+            ["bulk", "create", "rows.csv", "--team", "1", "--created-by", "2", "--api-key", "k"],
+            "give --contract-type (an id or a name) or --template",
+        ),
+        (
+            ["parties", "add", "1", "--user", "2", "--role", "party", "--side", "both"],
+            "Invalid value for '--side': 'both' is not one of 'first', 'second'.",
+        ),
+        (
+            ["parties", "roles", "1", "--role", "party_with_signatory"],
+            "Invalid value for '--role': 'party_with_signatory' is not one of",
+        ),
         (["--base-url", "http://example.com", "--api-key", "k", "users", "get", "1"], "plain http"),
         (["--environment", "prod", "--api-key", "k", "users", "get", "1"], "unknown environment"),
         (["contracts", "update", "1", "--api-key", "k"], "nothing to change"),

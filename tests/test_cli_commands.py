@@ -47,6 +47,27 @@ def test_bare_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "Usage: contractsdk" in out and "bulk" in out and "parties" in out
     assert out.count("--base-url") == 1
+    assert "-h, --help" in out  # the same help as `contractsdk -h`
+
+
+def test_shell_completion_as_the_help_says_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`eval "$(_CONTRACTSDK_COMPLETE=bash_source contractsdk)"` gets a script, not help.
+
+    A bare `contractsdk` prints the help; with the variable set, click answers instead:
+    the script, then the completions it asks for.
+    """
+    monkeypatch.setenv("_CONTRACTSDK_COMPLETE", "bash_source")
+    assert main([]) == 0
+    script = capsys.readouterr().out
+    assert "complete -o nosort -F _contractsdk_completion contractsdk" in script
+    assert "Usage:" not in script
+    monkeypatch.setenv("_CONTRACTSDK_COMPLETE", "bash_complete")
+    monkeypatch.setenv("COMP_WORDS", "contractsdk bu")
+    monkeypatch.setenv("COMP_CWORD", "1")
+    assert main([]) == 0
+    assert capsys.readouterr().out.split() == ["plain,bulk"]
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

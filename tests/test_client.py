@@ -355,6 +355,22 @@ async def test_update_refuses_values_without_a_string_form(
     assert not [r for r in service.requests if r.method == "PATCH"]
 
 
+async def test_require_all_without_a_template_is_refused(
+    client: ContractClient, service: FakeService
+) -> None:
+    """require_all needs the terms to check against: without template_id, nothing is sent.
+
+    (It used to be ignored, and the update went through with terms left unanswered.)
+    """
+    with pytest.raises(ConfigurationError, match="require_all needs template_id"):
+        await client.contracts.update(500, values={"contract_name": "b"}, require_all=True)
+    with pytest.raises(ConfigurationError, match="require_all needs template_id"):
+        await client.collaborators.create(
+            500, user_id=7, inviter_id=7, roles="party", side="second", require_all=True
+        )
+    assert service.requests == []
+
+
 async def test_retry_and_throttle_hooks() -> None:
     """A 429 fires the throttle hook, its retry the retry hook, and the stats count both."""
     from contractsdk import Retries, RetryEvent

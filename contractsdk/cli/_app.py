@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -52,7 +53,9 @@ CONNECTION = (
     "verbose",
 )
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+CONTEXT: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+#: The variable click reads to print a shell's completion script (``bash_source`` …).
+COMPLETE_VAR = "_CONTRACTSDK_COMPLETE"
 
 
 class Group(click.Group):
@@ -261,7 +264,8 @@ def cli(**_options: Any) -> None:
 
     Settings not given as options come from the CONTRACTSDK_* variables, as for
     ContractClient(). Exit codes: 0 done, 1 the service or network failed, 2 bad usage or
-    configuration, 3 values failed validation, 130 interrupted.
+    configuration, 3 values failed validation (contract terms, identity fields, bulk
+    rows), 130 interrupted (Ctrl-C), 143 a bulk job stopped by SIGTERM.
     """
 
 
@@ -330,10 +334,13 @@ def parse(argv: Sequence[str]) -> Invocation | int:
     from contractsdk.cli import _bulk, _parties, _resources  # noqa: F401
 
     arguments = list(argv)
-    if not arguments:
-        click.echo(cli.get_help(click.Context(cli, info_name="contractsdk")))
+    # No arguments: the help, as `contractsdk -h` shows it; unless the shell asks for its
+    # completion script (`_CONTRACTSDK_COMPLETE=bash_source contractsdk`), which click
+    # answers from the environment.
+    if not arguments and COMPLETE_VAR not in os.environ:
+        click.echo(cli.get_help(click.Context(cli, info_name="contractsdk", **CONTEXT)))
         return 0
-    if arguments[0] == "sandbox":  # its options are the emulator's, --help included
+    if arguments[:1] == ["sandbox"]:  # its options are the emulator's, --help included
         return run_sandbox(arguments[1:])
     try:
         result = cli.main(arguments, prog_name="contractsdk", standalone_mode=False)

@@ -127,6 +127,13 @@ async def _make_job(args: argparse.Namespace, client: Any) -> BulkJob:
         team_id = await resolve_team(client, args.team, user_id=args.created_by)
     elif args.team_column is None:
         raise ConfigurationError("give --team (an id or a name) or --team-column")
+    if not (
+        args.contract_type or args.template or args.contract_type_column or args.template_column
+    ):
+        raise ConfigurationError(
+            "give --contract-type (an id or a name) or --template (or --contract-type-column "
+            "or --template-column, for one per row)"
+        )
     contract_type_id = None
     if args.contract_type is not None:
         if team_id is None:
@@ -312,8 +319,10 @@ def _run_options(handler: F) -> F:
 async def bulk_create(args: argparse.Namespace) -> int:
     """Create a contract for each valid row of FILE, journaled and resumable.
 
-    Every row is validated first; valid rows are created at the rate limit. The journal
-    makes the command resumable: run it again to continue.
+    Each row is checked against the template's terms before it is sent, so no quota goes
+    to an invalid row (--dry-run checks the whole file first, sending nothing); valid rows
+    are created at the rate limit. The journal makes the command resumable: run it again
+    to continue.
     """
     async with _client(args) as client:
         job = await _make_job(args, client)

@@ -17,7 +17,7 @@ import click
 
 from contractsdk._exceptions import ConfigurationError
 from contractsdk._ids import parse_id
-from contractsdk.cli._app import argument, cli, numeric_id, runs
+from contractsdk.cli._app import argument, cli, numeric_id, require, runs
 from contractsdk.cli._output import dump_json, print_table
 from contractsdk.cli._resources import make_client, parse_pairs
 from contractsdk.models import Collaborator, Role, Side
@@ -34,7 +34,11 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 ROLES = [role.value for role in Role]
-SIDES = [side.value for side in Side]
+#: The roles a party's roles can be changed to: the service's role-update form does not
+#: take ``party_with_signatory`` (``collaborators.update_roles`` refuses it).
+UPDATABLE_ROLES = [role for role in ROLES if role != Role.PARTY_WITH_SIGNATORY.value]
+#: A party's side: ``both`` names the fields of either side, not where a party stands.
+SIDES = [Side.FIRST.value, Side.SECOND.value]
 
 
 def _show(args: argparse.Namespace, collaborators: list[Collaborator]) -> None:
@@ -87,12 +91,12 @@ COLLABORATOR = argument(
 )
 
 
-def _role(required: bool) -> Callable[[F], F]:
+def _role(choices: list[str]) -> Callable[[F], F]:
     return click.option(
         "--role",
         multiple=True,
-        required=required,
-        type=click.Choice(ROLES),
+        required=True,
+        type=click.Choice(choices),
         help="A role; repeatable (at most two: 'collaborator' and one other).",
     )
 
@@ -112,8 +116,13 @@ async def parties_list(args: argparse.Namespace) -> None:
 @runs(parties, "add")
 @CONTRACT
 @click.option("--user", type=numeric_id, required=True, help="The user to add.")
-@_role(True)
-@click.option("--side", type=click.Choice(SIDES), required=True, help="Their side.")
+@_role(ROLES)
+@click.option(
+    "--side",
+    type=click.Choice(SIDES),
+    required=True,
+    help="Their side: first (the creator's, e.g. the landlord) or second.",
+)
 @click.option(
     "--value",
     multiple=True,
@@ -138,6 +147,10 @@ async def parties_add(args: argparse.Namespace) -> None:
     identity fields of those roles and side (every problem listed, exit 3, nothing sent).
     """
     values = _by_id(parse_pairs(args.value, "--value", "LABEL=VALUE"), "--value")
+    require(
+        not args.require_all or args.template is not None,
+        "--require-all needs --template: the identity fields to check the values against",
+    )
     async with make_client(args) as client:
         added = await client.collaborators.create(
             args.contract_id,
@@ -166,7 +179,7 @@ async def parties_remove(args: argparse.Namespace) -> None:
 
 @runs(parties, "roles")
 @COLLABORATOR
-@_role(True)
+@_role(UPDATABLE_ROLES)
 async def parties_roles(args: argparse.Namespace) -> None:
     """Change a party's roles (at most two, and then one is 'collaborator')."""
     async with make_client(args) as client:

@@ -66,6 +66,8 @@ class ProgressView:
     def seen(self, outcome: RowOutcome) -> None:
         """Count one outcome the job yielded."""
         self.done += 1
+        if outcome.state == "pending":  # the job stopped before sending it
+            return
         if outcome.skipped or outcome.state == "invalid":
             if self.sent == 0:  # the clock of the send rate starts at the first row sent
                 self._start = time.monotonic()

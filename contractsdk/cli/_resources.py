@@ -12,9 +12,10 @@ from typing import Any, TypeVar
 import click
 
 from contractsdk._client import ContractClient
+from contractsdk._config import environment_from_env
 from contractsdk._credentials import ClientCredentials
 from contractsdk._exceptions import ConfigurationError
-from contractsdk.cli._app import argument, cli, numeric_id, runs
+from contractsdk.cli._app import argument, cli, numeric_id, require, runs
 from contractsdk.cli._output import console, dump_json, print_pairs, print_table, write_file
 from contractsdk.models import Contract, Team, User
 
@@ -37,11 +38,20 @@ def make_client(args: argparse.Namespace, **options: Any) -> ContractClient:
         if not (client_id and client_secret):
             raise ConfigurationError("--client-id and --client-secret go together")
         credentials = ClientCredentials(client_id=client_id, client_secret=client_secret)
+    api_key = getattr(args, "api_key", None)
+    if not api_key and credentials is None:
+        env = environment_from_env()
+        require(
+            "api_key" in env or ("client_id" in env and "client_secret" in env),
+            "no credentials: set CONTRACTSDK_API_KEY (or give --api-key), or "
+            "CONTRACTSDK_CLIENT_ID and CONTRACTSDK_CLIENT_SECRET (or --client-id and "
+            "--client-secret); for the emulator, `contractsdk sandbox` prints them",
+        )
     redis = getattr(args, "redis", None)
     if redis is not None:
         options.setdefault("redis", redis)  # else CONTRACTSDK_REDIS_URL, if set
     return ContractClient(
-        api_key=getattr(args, "api_key", None),
+        api_key=api_key,
         credentials=credentials,
         environment=getattr(args, "environment", None),
         base_url=getattr(args, "base_url", None),
@@ -183,7 +193,10 @@ def _value_options(*, create: bool) -> Callable[[F], F]:
             help="A JSON object of term names to values (--value flags win).",
         ),
         click.option(
-            "--require-all", is_flag=True, help="Refuse a contract with unanswered terms."
+            "--require-all",
+            is_flag=True,
+            help="Refuse a contract with unanswered terms"
+            + ("." if create else " (with --template)."),
         ),
         click.option(
             "--template",
@@ -364,6 +377,10 @@ async def contracts_update(args: argparse.Namespace) -> None:
     values = _parse_values(args)
     if not values:
         raise ConfigurationError("nothing to change: give --value NAME=VALUE or --values FILE")
+    require(
+        not args.require_all or args.template is not None,
+        "--require-all needs --template: the terms to check the values against",
+    )
     async with make_client(args) as client:
         contract = await client.contracts.update(
             args.contract_id,

@@ -217,9 +217,13 @@ class Collaborators(Resource):
 
         Raises:
             ConfigurationError: A bad id, role or side, or (without ``template_id``) a key
-                that is not an id; nothing is sent.
+                that is not an id or ``require_all``; nothing is sent.
             IdentityValidationError: The values break the identity fields; nothing is sent.
         """
+        if require_all and template_id is None:
+            raise ConfigurationError(
+                "require_all needs template_id: the identity fields to check the values against"
+            )
         prepared = await self._prepare(
             Party(
                 user_id=user_id,

@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from contractsdk._exceptions import ResponseValidationError
+from contractsdk._exceptions import ConfigurationError, ResponseValidationError
 from contractsdk._http import Response
 from contractsdk._ids import parse_id
 from contractsdk._values import iter_fields
@@ -203,9 +203,15 @@ class Contracts(Resource):
             require_all: With ``template_id``: also refuse unanswered applicable terms.
 
         Raises:
+            ConfigurationError: ``require_all`` without ``template_id`` (no terms to check
+                against); nothing is sent.
             TermValidationError: With ``template_id``: the values break the terms.
         """
         number = parse_id(contract_id, "contract_id")
+        if require_all and template_id is None:
+            raise ConfigurationError(
+                "require_all needs template_id: the terms to check the values against"
+            )
         fields: builtins.list[dict[str, Any]]
         if template_id is not None:
             terms = await self._client._term_set(parse_id(template_id, "template_id"))
