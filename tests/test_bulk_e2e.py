@@ -24,6 +24,7 @@ from tests._bulkkit import (
     check_accounted,
     command_emulator,
     created_in,
+    emulator_client,
     faults_seen,
     journal_counts,
     listed_names,
@@ -157,6 +158,44 @@ async def test_reconciliation_alone_prevents_duplicates(tmp_path: Path) -> None:
         assert reconciled, "no lost answer was reconciled: the test proved nothing"
         await check_accounted(server, team_id, journal, ROWS)
         assert job.summary is not None and job.summary.reconciled == len(reconciled)
+
+
+async def test_a_row_sent_before_with_other_values_says_so(tmp_path: Path) -> None:
+    """Without the first run's journal, a changed row's key clashes: the record says why.
+
+    A second run of the same job (same key column), its first run's journal gone, finds
+    the unchanged rows' names already in the team and refuses them before sending. The
+    renamed row is sent, and the service, which keeps each create's Idempotency-Key,
+    refuses it: its record says an earlier request of this job may have created it, not
+    the service's "use a new key".
+    """
+    from contractsdk.bulk._failures import KEY_SENT_BEFORE
+
+    async with SandboxServer(port=0, write_rate=None, read_rate=None) as server:
+        team_id, template_id, user_id = team_and_template(server)
+        rows = source_rows(4)
+        async with emulator_client(server) as client:
+
+            def job(rows: list[dict[str, str]]) -> BulkJob:
+                return BulkJob(
+                    client,
+                    rows,
+                    team_id=team_id,
+                    template_id=template_id,
+                    created_by=user_id,
+                    key_column="ref",
+                    journal=None,  # each run starts afresh: the first one is forgotten
+                )
+
+            first = await run_job(job(rows))
+            rows[1] = {**rows[1], "contract_name": "Tenancy renamed"}
+            second = {outcome.key: outcome for outcome in await run_job(job(rows))}
+        assert [o.state for o in first] == ["created"] * 4
+        renamed = second.pop("ref:R-00001")
+        assert (renamed.state, renamed.error) == ("failed", f"422: {KEY_SENT_BEFORE}")
+        assert {o.state for o in second.values()} == {"invalid"}  # their names are taken
+        names = sorted(await listed_names(server, team_id))
+        assert names == sorted(row["contract_name"] for row in source_rows(4))
 
 
 def write_csv(path: Path, rows: list[dict[str, str]]) -> None:

@@ -21,7 +21,7 @@ from contractsdk._exceptions import (
     ServerError,
     UnprocessableEntityError,
 )
-from contractsdk.bulk._failures import classify
+from contractsdk.bulk._failures import KEY_SENT_BEFORE, classify, row_message
 
 
 def api(kind: type[ContractSDKError], status: int) -> ContractSDKError:
@@ -54,3 +54,30 @@ def test_each_error_has_one_meaning_for_its_row(
     """Each error means retry, unknown, final or fatal; 403/404 are fatal only for a fixed target."""
     assert classify(error, fixed_target=True) == fixed
     assert classify(error, fixed_target=False) == per_row
+
+
+@pytest.mark.parametrize(
+    ("error", "says"),
+    [
+        (
+            UnprocessableEntityError(
+                "This Idempotency-Key was used with a different request", status_code=422
+            ),
+            f"422: {KEY_SENT_BEFORE}",
+        ),
+        (
+            BadRequestError(
+                "Keys for idempotent requests can only be used with the same parameters",
+                status_code=400,
+            ),  # Stripe's idempotency_error
+            f"400: {KEY_SENT_BEFORE}",
+        ),
+        (UnprocessableEntityError("contract_name is required", status_code=422), None),
+        (ConflictError("This Idempotency-Key is in use", status_code=409), None),
+    ],
+)
+def test_a_key_sent_before_with_other_values_is_explained(
+    error: ContractSDKError, says: str | None
+) -> None:
+    """A 400/422 about the Idempotency-Key says what it means for the row; others as raised."""
+    assert row_message(error) == (str(error) if says is None else says)

@@ -22,6 +22,14 @@ could (a 5xx is sent again only after the team was listed, journal invariant 3):
     AuthenticationError (401)                         fatal: no row can succeed
     PermissionDeniedError, NotFoundError (403, 404)   fatal for a fixed target, else final
     anything else (400, 422, ...)                     final: the service refused this row
+
+One refusal is told apart for its message: a 400 or 422 about the Idempotency-Key (the
+emulator's 422, Stripe's ``idempotency_error``) says the service holds this row's key
+for a request with other values. The job sent this row before, differently: the journal
+of that run is gone (or ``journal=None``), or the row changed after a send whose outcome
+the journal could not settle. That earlier request may have created a contract, so the
+row stays final, and :func:`row_message` says so instead of the service's "use a new
+key", which a bulk job's user cannot act on.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from __future__ import annotations
 from typing import Literal
 
 from contractsdk._exceptions import (
+    APIError,
     AuthenticationError,
     ConflictError,
     ContractSDKError,
@@ -41,7 +50,7 @@ from contractsdk._exceptions import (
 from contractsdk._http import Call, Request
 from contractsdk._retry import should_retry
 
-__all__ = ["Failure", "classify"]
+__all__ = ["Failure", "classify", "row_message"]
 
 Failure = Literal["unknown", "retry", "final", "fatal"]
 
@@ -88,3 +97,24 @@ def classify(error: ContractSDKError, *, fixed_target: bool) -> Failure:
     if isinstance(error, PermissionDeniedError | NotFoundError) and fixed_target:
         return "fatal"
     return "final"
+
+
+#: What a failed row's record says when the service holds its key for other values.
+KEY_SENT_BEFORE = (
+    "this job sent this row before with other values (an earlier run whose journal is "
+    "gone, or the row changed since), and the service keeps that request's "
+    "Idempotency-Key: nothing was created now, but that request may have created a "
+    "contract. Look for it in the team's contracts; to create this row anew, give it a "
+    "new key (its key column's value)"
+)
+
+
+def row_message(error: ContractSDKError) -> str:
+    """What a failed create's record says about its row: the error, or why its key clashed."""
+    if (
+        isinstance(error, APIError)
+        and error.status_code in (400, 422)
+        and "idempot" in error.message.lower()  # Idempotency-Key, idempotent requests
+    ):
+        return f"{error.status_code}: {KEY_SENT_BEFORE}"
+    return str(error)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from contractsdk._exceptions import ConfigurationError, ContractSDKError, TermValidationError
-from contractsdk.bulk._failures import classify
+from contractsdk.bulk._failures import classify, row_message
 from contractsdk.bulk._journal import Journal
 from contractsdk.bulk._model import RowOutcome
 from contractsdk.bulk._party_run import PartySteps
@@ -383,7 +383,7 @@ class Run:
     async def _failed(self, key: str, error: ContractSDKError) -> None:
         kind = classify(error, fixed_target=self.spec.fixed_target)
         extra = max(0, error.attempts - 1)
-        message = str(error)
+        message = row_message(error)
         if kind == "unknown":
             await self.journal.call(lambda j: j.mark_unknown(key, message, extra))
             self.tally.deferred += 1
