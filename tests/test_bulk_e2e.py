@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import signal
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
 
 from contractsdk import AiohttpTransport, ContractClient, RateLimits, Request, Response, Retries
+from contractsdk._exceptions import ReadError
 from contractsdk.bulk import BulkJob, RowOutcome
 from contractsdk.sandbox import FaultRule, SandboxServer
 from tests._bulkkit import (
@@ -160,42 +162,129 @@ async def test_reconciliation_alone_prevents_duplicates(tmp_path: Path) -> None:
         assert job.summary is not None and job.summary.reconciled == len(reconciled)
 
 
-async def test_a_row_sent_before_with_other_values_says_so(tmp_path: Path) -> None:
-    """Without the first run's journal, a changed row's key clashes: the record says why.
+def keyed_job(
+    client: ContractClient,
+    server: SandboxServer,
+    rows: list[dict[str, str]],
+    journal: Path,
+    **options: Any,
+) -> BulkJob:
+    team_id, template_id, user_id = team_and_template(server)
+    return BulkJob(
+        client,
+        rows,
+        team_id=team_id,
+        template_id=template_id,
+        created_by=user_id,
+        key_column="ref",
+        journal=journal,
+        **options,
+    )
 
-    A second run of the same job (same key column), its first run's journal gone, finds
-    the unchanged rows' names already in the team and refuses them before sending. The
-    renamed row is sent, and the service, which keeps each create's Idempotency-Key,
-    refuses it: its record says an earlier request of this job may have created it, not
-    the service's "use a new key".
+
+async def test_two_journals_of_one_job_never_share_a_key(tmp_path: Path) -> None:
+    """January's file and February's, references restarting at 1: both are created.
+
+    The job id leaves the file out (a file is fixed and run again with its journal), so
+    the keys once clashed: the service, which keeps each create's Idempotency-Key, refused
+    every February row for a day ("used with a different request").
     """
-    from contractsdk.bulk._failures import KEY_SENT_BEFORE
-
     async with SandboxServer(port=0, write_rate=None, read_rate=None) as server:
-        team_id, template_id, user_id = team_and_template(server)
-        rows = source_rows(4)
+        team_id = team_and_template(server)[0]
+        january = source_rows(3)
+        february = [{**row, "contract_name": f"{row['contract_name']} (Feb)"} for row in january]
         async with emulator_client(server) as client:
+            first = await run_job(keyed_job(client, server, january, tmp_path / "jan.db"))
+            second = await run_job(keyed_job(client, server, february, tmp_path / "feb.db"))
+        assert [o.state for o in first + second] == ["created"] * 6
+        assert server.counters()["idempotent_replays"] == 0
+        assert len(await listed_names(server, team_id)) == 6
 
-            def job(rows: list[dict[str, str]]) -> BulkJob:
-                return BulkJob(
-                    client,
-                    rows,
-                    team_id=team_id,
-                    template_id=template_id,
-                    created_by=user_id,
-                    key_column="ref",
-                    journal=None,  # each run starts afresh: the first one is forgotten
-                )
 
-            first = await run_job(job(rows))
-            rows[1] = {**rows[1], "contract_name": "Tenancy renamed"}
-            second = {outcome.key: outcome for outcome in await run_job(job(rows))}
-        assert [o.state for o in first] == ["created"] * 4
-        renamed = second.pop("ref:R-00001")
-        assert (renamed.state, renamed.error) == ("failed", f"422: {KEY_SENT_BEFORE}")
-        assert {o.state for o in second.values()} == {"invalid"}  # their names are taken
-        names = sorted(await listed_names(server, team_id))
-        assert names == sorted(row["contract_name"] for row in source_rows(4))
+async def test_a_journal_started_afresh_is_not_answered_with_stale_replays(
+    tmp_path: Path,
+) -> None:
+    """Contracts deleted, journal deleted, the job run again: the contracts are made anew.
+
+    With one key per job and row, the service replayed the first run's answers, whose
+    contracts no longer existed, and the run said "created 3" with none in the team.
+    """
+    async with SandboxServer(port=0, write_rate=None, read_rate=None) as server:
+        team_id = team_and_template(server)[0]
+        rows = source_rows(3)
+        journal = tmp_path / "job.db"
+        async with emulator_client(server) as client:
+            first = await run_job(keyed_job(client, server, rows, journal))
+            for outcome in first:
+                assert outcome.contract_id is not None
+                await client.contracts.delete(outcome.contract_id)
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{journal}{suffix}").unlink(missing_ok=True)  # noqa: ASYNC240
+            second = await run_job(keyed_job(client, server, rows, journal))
+        assert [o.state for o in second] == ["created"] * 3
+        assert {o.contract_id for o in second}.isdisjoint(o.contract_id for o in first)
+        assert len(await listed_names(server, team_id)) == 3
+
+
+class SentThenCut:
+    """Sends each create on its own, and answers at once as if the connection broke.
+
+    The request goes on to the service (without its Idempotency-Key, as to a service that
+    ignores it) while the job records an unknown outcome; after ``count`` creates the job
+    is stopped: a run cut short with its last requests still being processed.
+    """
+
+    def __init__(self, count: int) -> None:
+        self.inner = WithoutIdempotencyKeys()
+        self.count = count
+        self.detached: list[asyncio.Task[Response]] = []
+        self.job: BulkJob | None = None
+
+    async def handle_async_request(self, request: Request) -> Response:
+        if request.method != "POST":
+            return await self.inner.handle_async_request(request)
+        self.detached.append(asyncio.create_task(self.inner.handle_async_request(request)))
+        if len(self.detached) == self.count and self.job is not None:
+            self.job.stop()
+        raise ReadError("the connection broke after sending (test)")
+
+    async def aclose(self) -> None:
+        """Leave the detached requests running: :meth:`finish` ends them."""
+
+    async def finish(self) -> None:
+        """Wait for the detached requests, then close the connections."""
+        await asyncio.gather(*self.detached, return_exceptions=True)
+        await self.inner.aclose()
+
+
+async def test_a_run_started_at_once_waits_for_what_the_last_left_in_flight(
+    tmp_path: Path,
+) -> None:
+    """A run cut short with creates still being made, the next started at once: no twin.
+
+    The next run lists the team only ``round_delay`` after the last one's newest send.
+    Listed at once, the contracts still being made (half a second here) were missed and
+    the rows sent again: twins, on a service that ignores the key.
+    """
+    faults = [FaultRule(CREATE, latency=0.5)]
+    async with SandboxServer(port=0, write_rate=None, read_rate=None, faults=faults) as server:
+        team_id = team_and_template(server)[0]
+        rows = source_rows(3)
+        journal = tmp_path / "job.db"
+        cut = SentThenCut(len(rows))
+        async with emulator_client(server, transport=cut, retries=None) as client:
+            cut.job = keyed_job(client, server, rows, journal, concurrency=len(rows))
+            first = await run_job(cut.job)
+        assert [o.state for o in first] == ["sending"] * 3
+        try:
+            async with emulator_client(server, transport=WithoutIdempotencyKeys()) as client:
+                assert not any(task.done() for task in cut.detached)  # still being made
+                second = await run_job(keyed_job(client, server, rows, journal, round_delay=1.5))
+        finally:
+            await cut.finish()
+        assert [(o.state, o.reconciled) for o in second] == [("created", True)] * 3
+        names = await listed_names(server, team_id)
+        assert sorted(names) == sorted(row["contract_name"] for row in rows)  # no twin
 
 
 def write_csv(path: Path, rows: list[dict[str, str]]) -> None:

@@ -394,3 +394,45 @@ def test_a_sent_row_whose_name_is_listed_is_not_sent_again(journal: Journal) -> 
     decision = journal.register(later, [prepared("ref:A", "A")])[0]
     assert not decision.send and decision.record.state == "failed"
     assert "2 contract(s) named 'A'" in (decision.record.error or "")
+
+
+def test_each_journal_has_its_own_key_salt(tmp_path: Path) -> None:
+    """A new journal gets a random salt for its rows' keys; it stays across connections."""
+    salts = []
+    for name in ("a.db", "b.db"):
+        opened = Journal.connect(tmp_path / name)
+        opened.claim("job-a", IDENTITY, "0.1.0")
+        header = opened.header()
+        opened.close()
+        assert header is not None
+        salts.append(header["key_salt"])
+    assert all(isinstance(salt, str) and len(salt) == 16 for salt in salts)
+    assert salts[0] != salts[1]
+    again = Journal.connect(tmp_path / "a.db")
+    again.claim("job-a", IDENTITY, "0.1.0")
+    header = again.header()
+    again.close()
+    assert header is not None and header["key_salt"] == salts[0]
+
+
+def test_a_journal_from_before_the_salt_keeps_its_keys(tmp_path: Path) -> None:
+    """A schema 2 journal (no salt) is migrated with a NULL salt: its keys do not change.
+
+    Its rows may have been sent under the old keys; a new salt would make a resend look
+    like another request to a service that keeps keys.
+    """
+    path = tmp_path / "old.db"
+    opened = Journal.connect(path)
+    opened.claim("job-a", IDENTITY, "0.1.0")
+    opened.close()
+    with contextlib.closing(sqlite3.connect(path)) as db:  # as schema 2 wrote it
+        db.execute("ALTER TABLE job DROP COLUMN key_salt")
+        db.execute("UPDATE job SET schema = 2")
+        db.commit()
+    old = Journal.connect(path)
+    header = old.header()
+    assert header is not None and header["schema"] == 2 and header["key_salt"] is None
+    old.claim("job-a", IDENTITY, "0.1.0")
+    header = old.header()
+    old.close()
+    assert header is not None and header["schema"] == 3 and header["key_salt"] is None

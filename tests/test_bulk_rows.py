@@ -155,3 +155,9 @@ def test_idempotency_key_is_stable_per_job_and_row() -> None:
     assert key != idempotency_key("fedcba9876543210", "ref:R-1")
     assert key.startswith("contractsdk-bulk-0123456789abcdef-")
     assert len(key) <= 255
+    # Each journal's salt makes its keys its own; without one (an older journal) the key
+    # is the job's and the row's alone, as it was sent.
+    salted = idempotency_key("0123456789abcdef", "ref:R-1", "5a17")
+    assert salted == idempotency_key("0123456789abcdef", "ref:R-1", "5a17")
+    assert salted not in (key, idempotency_key("0123456789abcdef", "ref:R-1", "5a18"))
+    assert salted.startswith("contractsdk-bulk-0123456789abcdef-") and len(salted) == len(key)

@@ -416,6 +416,8 @@ class BulkJob:
         coordinator: asyncio.Task[None] | None = None
         try:
             await journal.call(lambda j: j.claim(self.job_id, self.identity, __version__))
+            header = await journal.call(lambda j: j.header())
+            assert header is not None  # claimed
             read = source.path
             source_name = str(read.resolve()) if mode == "create" and read is not None else None
             run_number = await journal.call(
@@ -430,6 +432,7 @@ class BulkJob:
                 mode=mode,
                 dry_run=dry_run,
                 job_id=self.job_id,
+                key_salt=header["key_salt"],
                 stopped=self._stop_asked and not dry_run,
             )
             run.tally.total = total

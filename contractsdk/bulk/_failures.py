@@ -25,11 +25,11 @@ could (a 5xx is sent again only after the team was listed, journal invariant 3):
 
 One refusal is told apart for its message: a 400 or 422 about the Idempotency-Key (the
 emulator's 422, Stripe's ``idempotency_error``) says the service holds this row's key
-for a request with other values. The job sent this row before, differently: the journal
-of that run is gone (or ``journal=None``), or the row changed after a send whose outcome
-the journal could not settle. That earlier request may have created a contract, so the
-row stays final, and :func:`row_message` says so instead of the service's "use a new
-key", which a bulk job's user cannot act on.
+for a request with other values. Each journal has keys of its own, so this job sent the
+row before, from this journal, and the row has changed since (or, in a journal older
+than its own keys, an earlier journal of the job sent it). That earlier request may have
+created a contract, so the row stays final, and :func:`row_message` says so instead of
+the service's "use a new key", which a bulk job's user cannot act on.
 """
 
 from __future__ import annotations
@@ -101,11 +101,10 @@ def classify(error: ContractSDKError, *, fixed_target: bool) -> Failure:
 
 #: What a failed row's record says when the service holds its key for other values.
 KEY_SENT_BEFORE = (
-    "this job sent this row before with other values (an earlier run whose journal is "
-    "gone, or the row changed since), and the service keeps that request's "
-    "Idempotency-Key: nothing was created now, but that request may have created a "
-    "contract. Look for it in the team's contracts; to create this row anew, give it a "
-    "new key (its key column's value)"
+    "this job sent this row before with other values (the row has changed since), and "
+    "the service keeps that request's Idempotency-Key: nothing was created now, but that "
+    "request may have created a contract. Look for it in the team's contracts; to create "
+    "this row anew, give it a new key (its key column's value)"
 )
 
 

@@ -134,20 +134,24 @@ class Journal:
     def header(self) -> dict[str, Any] | None:
         """Return the job header, or None for a journal no job has used yet."""
         try:
-            found = self.db.execute(
-                "SELECT job_id, identity, created, sdk_version, schema FROM job"
-            ).fetchone()
+            cursor = self.db.execute("SELECT * FROM job")  # key_salt: only from schema 3 on
+            found = cursor.fetchone()
         except sqlite3.OperationalError as exc:
             raise JournalError(f"not a bulk journal ({exc})") from None
         if found is None:
             return None
-        return {
-            "job_id": found[0],
-            "identity": json.loads(found[1]),
-            "created": found[2],
-            "sdk_version": found[3],
-            "schema": found[4],
-        }
+        columns = dict(zip((column[0] for column in cursor.description), found, strict=True))
+        try:
+            return {
+                "job_id": columns["job_id"],
+                "identity": json.loads(columns["identity"]),
+                "created": columns["created"],
+                "sdk_version": columns["sdk_version"],
+                "schema": columns["schema"],
+                "key_salt": columns.get("key_salt"),
+            }
+        except (KeyError, ValueError) as exc:
+            raise JournalError(f"not a bulk journal (its job header: {exc})") from None
 
     def claim(self, job_id: str, identity: Mapping[str, Any], sdk_version: str) -> None:
         """Write the job header, or check that the journal belongs to this job.
@@ -159,8 +163,16 @@ class Journal:
         header = self.header()
         if header is None:
             self.db.execute(
-                "INSERT INTO job VALUES (1, ?, ?, ?, ?, ?)",
-                (job_id, json.dumps(identity, sort_keys=True), _now(), sdk_version, SCHEMA_VERSION),
+                "INSERT INTO job (singleton, job_id, identity, created, sdk_version, schema, "
+                "key_salt) VALUES (1, ?, ?, ?, ?, ?, ?)",
+                (
+                    job_id,
+                    json.dumps(identity, sort_keys=True),
+                    _now(),
+                    sdk_version,
+                    SCHEMA_VERSION,
+                    os.urandom(8).hex(),
+                ),
             )
             return
         if header["schema"] > SCHEMA_VERSION:
@@ -169,6 +181,9 @@ class Journal:
                 f"schema {header['schema']}); upgrade to use it"
             )
         if header["schema"] < SCHEMA_VERSION:  # connect() created the new tables
+            columns = {row[1] for row in self.db.execute("PRAGMA table_info(job)")}
+            if "key_salt" not in columns:  # NULL: the rows' keys stay as they were sent
+                self.db.execute("ALTER TABLE job ADD COLUMN key_salt TEXT")
             self.db.execute("UPDATE job SET schema = ?", (SCHEMA_VERSION,))
         if header["job_id"] != job_id:
             theirs = header["identity"]
@@ -461,6 +476,11 @@ class Journal:
             query += " AND run = ?"
             parameters = (run,)
         return [found[0] for found in self.db.execute(query, parameters)]
+
+    def newest_sending(self) -> str | None:
+        """When the newest ``sending`` row was marked (sent, or its outcome found unknown)."""
+        found = self.db.execute("SELECT max(updated) FROM rows WHERE state = 'sending'").fetchone()
+        return None if found is None else found[0]
 
     def has_sending(self, run: int | None = None) -> bool:
         """Tell whether any row (of a run) is ``sending``."""

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 from contractsdk._exceptions import ContractSDKError
 from contractsdk.bulk._failures import classify
 from contractsdk.bulk._records import JournalRecord
-from contractsdk.bulk._rows import idempotency_key
 from contractsdk.bulk._steps import (
     PartyStep,
     incomplete_rows,
@@ -118,7 +117,7 @@ class PartySteps:
                 side=party.side,
                 values=step.values,
                 template_id=template_id,
-                idempotency_key=f"{idempotency_key(run.job_id, key)}-{name}",
+                idempotency_key=f"{run.idempotency_key(key)}-{name}",
             )
         except ContractSDKError as exc:
             kind = classify(exc, fixed_target=False)

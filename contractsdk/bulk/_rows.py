@@ -13,7 +13,8 @@ Everything here is pure (no I/O, no event loop), so the rules that decide what a
 * The job id hashes what makes two runs the same job: the environment, the target, the
   creator, the column mapping, the key column and the match term; not the input file, so
   a file can be fixed and run again with its journal.
-* The idempotency key of a row is derived from the job id and the row key.
+* The idempotency key of a row is derived from the job id, the journal's salt and the
+  row key.
 """
 
 from __future__ import annotations
@@ -379,6 +380,14 @@ def job_id(identity: Mapping[str, Any]) -> str:
     return _sha(json.dumps(identity, sort_keys=True, separators=(",", ":")))[:16]
 
 
-def idempotency_key(job: str, key: str) -> str:
-    """Return the Idempotency-Key of a row: the same for the same job and row, every run."""
-    return f"contractsdk-bulk-{job}-{_sha(key)[:_HASH_CHARS]}"
+def idempotency_key(job: str, key: str, salt: str | None = None) -> str:
+    """Return the Idempotency-Key of a row: the same for the same journal and row, every run.
+
+    Args:
+        job: The job id.
+        key: The row's key.
+        salt: The journal's own salt (None for a journal made before it had one: its keys
+            stay those of the job and row alone).
+    """
+    hashed = _sha(key if salt is None else f"{salt}:{key}")
+    return f"contractsdk-bulk-{job}-{hashed[:_HASH_CHARS]}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from datetime import datetime, timezone
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -66,6 +67,7 @@ class Run:
         mode: ``create`` (read the input) or ``retry`` (the journal's unfinished rows).
         dry_run: Send nothing (rows to send are reported ``pending``).
         job_id: The job's id (part of every row's idempotency key).
+        key_salt: The journal's salt (part of them too; None for an older journal's).
         stopped: Start stopped (the job was stopped before it ran).
     """
 
@@ -80,6 +82,7 @@ class Run:
         mode: str,
         dry_run: bool,
         job_id: str,
+        key_salt: str | None = None,
         stopped: bool = False,
     ) -> None:
         self.spec = spec
@@ -90,6 +93,7 @@ class Run:
         self.mode = mode
         self.dry_run = dry_run
         self.job_id = job_id
+        self.key_salt = key_salt
         self.tally = Tally(stats_start=client.stats)
         self.stopping = False
         self.aborting = False
@@ -112,6 +116,10 @@ class Run:
             self.stop()
 
     # -- control ---------------------------------------------------------------------------
+
+    def idempotency_key(self, key: str) -> str:
+        """The Idempotency-Key of the row ``key`` (in this journal: every run, every try)."""
+        return idempotency_key(self.job_id, key, self.key_salt)
 
     def stop(self) -> None:
         """Send nothing new; requests in flight finish and are recorded."""
@@ -197,6 +205,8 @@ class Run:
         spec = self.spec
         targets = self.targets
         self.must_list = set(await self.journal.call(lambda j: j.teams_to_reconcile()))
+        if self.must_list:
+            await self._settle_earlier_run()
         if spec.team_id is not None:
             await targets.check_team(spec.team_id, fixed=True)  # lists it (_list_team)
         for team in sorted(self.must_list - self.listed):
@@ -220,6 +230,19 @@ class Run:
             spec.columns.check_header(
                 header, terms, match_term=spec.match_term, where=spec.source.describe()
             )
+
+    async def _settle_earlier_run(self) -> None:
+        """Wait until ``round_delay`` after the newest send an earlier run left unknown.
+
+        A run killed, or stopped by a second Ctrl-C, leaves its last requests in flight,
+        and the service may still be making their contracts when the next run starts at
+        once: listed then, they were missed and sent again (twins, on a service that
+        ignores the key). The same wait a run keeps after an unknown outcome of its own.
+        """
+        newest = await self.journal.call(lambda j: j.newest_sending())
+        if newest is not None:
+            since = datetime.now(timezone.utc) - datetime.fromisoformat(newest)
+            await self.pause(self.spec.round_delay - max(0.0, since.total_seconds()))
 
     async def _list_team(self, team_id: int) -> None:
         """List a team's contracts before its first row registers (and reconcile its rows).
@@ -346,7 +369,7 @@ class Run:
                 created_by=spec.created_by,
                 values=record.values or {},
                 require_all=spec.require_all,
-                idempotency_key=idempotency_key(self.job_id, key),
+                idempotency_key=self.idempotency_key(key),
                 trust_key=False,
                 # Checked when the row was prepared in this run; a row sent again from the
                 # journal (a later round, ``retry``) is checked here, once in its run.

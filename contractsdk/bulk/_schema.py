@@ -5,7 +5,11 @@ is a new ``SCHEMA_VERSION``: a journal written by a newer schema is refused, and
 one is migrated when a job claims it (every change so far only adds a table).
 
 Versions: 1, the rows; 2, the ``parties`` table (each party of a row, a journaled step:
-``pending`` → ``adding`` (committed before the request) → ``added`` or ``failed``).
+``pending`` → ``adding`` (committed before the request) → ``added`` or ``failed``); 3,
+``job.key_salt``: the journal's own part of its rows' Idempotency-Keys (random, made with
+the journal; NULL in a journal made before it, whose keys stay as they were), so that two
+journals of one job (January's file and February's, references restarting at 1) never
+send the same key, nor a journal started afresh a key whose stored answer is stale.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from contractsdk._exceptions import ConfigurationError
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "UNCLAIMED", "JournalError", "check_journal_path"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS job (
@@ -27,7 +31,8 @@ CREATE TABLE IF NOT EXISTS job (
     identity    TEXT NOT NULL,
     created     TEXT NOT NULL,
     sdk_version TEXT NOT NULL,
-    schema      INTEGER NOT NULL
+    schema      INTEGER NOT NULL,
+    key_salt    TEXT
 );
 CREATE TABLE IF NOT EXISTS runs (
     run      INTEGER PRIMARY KEY,
