@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from contractsdk.bulk._admit import Conflicts, admit
+from contractsdk.bulk._admit import Conflicts, NameOwner, admit
 from contractsdk.bulk._records import JournalRecord, PreparedRow
 
 RUN = 3
@@ -95,8 +95,34 @@ def test_a_row_with_problems_is_invalid_with_them() -> None:
 
 def test_a_name_used_by_another_row_is_invalid() -> None:
     """Names are unique within a job."""
-    decision = admit(None, row(), Conflicts(other_row=(2, "created", 99)), run=RUN)
-    assert decision.action == "invalid" and "row 2 (created as contract 99)" in decision.reasons[0]
+    owner = NameOwner(key="ref:B", row=2, state="created", contract_id=99, run=RUN - 1)
+    decision = admit(None, row(), Conflicts(other_row=owner), run=RUN)
+    assert decision.action == "invalid"
+    assert f"row 2 of run {RUN - 1} (created as contract 99)" in decision.reasons[0]
+    this_run = NameOwner(key="ref:B", row=2, state="pending", run=RUN)
+    decision = admit(None, row(), Conflicts(other_row=this_run), run=RUN)
+    assert decision.action == "invalid" and "also used by row 2;" in decision.reasons[0]
+
+
+def test_a_row_changed_after_a_run_that_did_not_create_it_supersedes_its_old_version() -> None:
+    """Keyed by content, a fixed row comes back under a new key with its old name.
+
+    The old record, of an earlier run, never created and of known outcome, gives way: it
+    used to refuse the fixed row ("also used by row 3"), and ``bulk retry`` then sent
+    the old values. One of unknown outcome (``sending``) or created never does.
+    """
+    for state in ("pending", "failed"):
+        old = NameOwner(key="sha:old", row=3, state=state, run=RUN - 1)
+        decision = admit(None, row(key="sha:new"), Conflicts(other_row=old), run=RUN)
+        assert (decision.action, decision.supersedes) == ("send", old)
+    for state in ("sending", "created"):
+        old = NameOwner(key="sha:old", row=3, state=state, run=RUN - 1)
+        decision = admit(None, row(key="sha:new"), Conflicts(other_row=old), run=RUN)
+        assert decision.action == "invalid" and decision.supersedes is None
+    # A name the team has from elsewhere still refuses it, and then nothing is superseded.
+    old = NameOwner(key="sha:old", row=3, state="failed", run=RUN - 1)
+    decision = admit(None, row(key="sha:new"), Conflicts(other_row=old, unclaimed=(42,)), run=RUN)
+    assert decision.action == "invalid"
 
 
 def test_a_name_the_team_already_has_is_invalid_unless_it_may_be_ours() -> None:

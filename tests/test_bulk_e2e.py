@@ -67,6 +67,10 @@ async def run_job(job: BulkJob) -> list[RowOutcome]:
     return await asyncio.wait_for(consume(), LIMIT)
 
 
+async def _collect(outcomes: Any) -> list[RowOutcome]:
+    return [outcome async for outcome in outcomes]
+
+
 async def test_faults_every_row_accounted_for(tmp_path: Path) -> None:
     """5xx, resets, lost answers and 429s: one state per row, no duplicate, counts agree."""
     faults = [FaultRule(CREATE, status_500=0.05, status_503=0.05, reset=0.05, lost=0.15)]
@@ -285,6 +289,54 @@ async def test_a_run_started_at_once_waits_for_what_the_last_left_in_flight(
         assert [(o.state, o.reconciled) for o in second] == [("created", True)] * 3
         names = await listed_names(server, team_id)
         assert sorted(names) == sorted(row["contract_name"] for row in rows)  # no twin
+
+
+async def test_a_row_fixed_after_a_failed_run_is_sent_with_its_new_values(
+    tmp_path: Path,
+) -> None:
+    """Keyed by content, a fixed row comes back under a new key: it supersedes its old self.
+
+    It was refused as "also used by row 2" (its own old version), and ``bulk retry``
+    then created the contract with the old values.
+    """
+    async with SandboxServer(port=0, write_rate=None, read_rate=None) as server:
+        team_id, template_id, user_id = team_and_template(server)
+        rows = [{k: v for k, v in row.items() if k != "ref"} for row in source_rows(3)]
+        journal = tmp_path / "job.db"
+
+        def job(client: ContractClient, rows: list[dict[str, str]], **options: Any) -> BulkJob:
+            return BulkJob(
+                client,
+                rows,
+                team_id=team_id,
+                template_id=template_id,
+                created_by=user_id,
+                journal=journal,  # no key column: each row's key is a hash of its content
+                rounds=0,
+                **options,
+            )
+
+        async with emulator_client(server, retries=None) as client:
+            server.set_faults([FaultRule(CREATE, status_503=1.0)])
+            first = await run_job(job(client, rows))
+            server.set_faults([])
+            fixed = [dict(row) for row in rows]
+            fixed[1]["contract_breakClause"] = "breakClauseYes"
+            second = await run_job(job(client, fixed))
+            retry = job(client, fixed)
+            retried = await asyncio.wait_for(_collect(retry.retry()), LIMIT)
+            names = await listed_names(server, team_id)
+            made = next(o for o in second if o.name == "Tenancy 00001")
+            assert made.contract_id is not None
+            contract = await client.contracts.get(made.contract_id)
+        assert [o.state for o in first] == ["failed"] * 3
+        assert [o.state for o in second] == ["created"] * 3
+        assert retried == []  # the old version is superseded, not left for retry to send
+        assert sorted(names) == sorted(row["contract_name"] for row in rows)
+        values = {field.name: field.value for field in contract.fields}
+        assert values["contract_breakClause"] == "breakClauseYes"
+        counts = journal_counts(journal)
+        assert (counts["created"], counts["invalid"]) == (3, 1)  # 1: the superseded record
 
 
 def write_csv(path: Path, rows: list[dict[str, str]]) -> None:

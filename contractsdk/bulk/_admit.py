@@ -10,10 +10,20 @@ decision itself is :func:`admit`, tested without SQLite. The rules, in order::
     it was sent before and unclaimed contracts
       carry its name                                  blocked: failed, check by hand
     it has problems of its own                        invalid, with them
-    another row of the team uses its name             invalid
+    another row of this run (or one created) uses
+      its name                                        invalid
     the team has a contract of that name that no
       request of this job could have made             invalid
     otherwise                                         send
+    ... and a row of an earlier run, never created
+      and not of unknown outcome, used its name       that row is superseded
+
+A row's key is its reference, or without one a hash of its content: a row fixed after a
+run that did not create it (a failure, a stop) comes back under a new key, with its old
+name. The old record is superseded by it (kept, ``invalid``, saying by which row), instead
+of refusing the fixed row for a name "also used by" its own old version, whose old values
+``bulk retry`` then sent. Reconciliation has run first, so a record that may have made a
+contract is ``created`` or ``sending`` by then, and neither is superseded.
 """
 
 from __future__ import annotations
@@ -24,9 +34,28 @@ import attrs
 
 from contractsdk.bulk._records import JournalRecord, PreparedRow
 
-__all__ = ["Admission", "Conflicts", "admit"]
+__all__ = ["Admission", "Conflicts", "NameOwner", "admit"]
 
 Action = Literal["duplicate", "skip", "hold", "blocked", "invalid", "send"]
+
+
+@attrs.frozen(kw_only=True)
+class NameOwner:
+    """Another row of the job using a contract name.
+
+    Attributes:
+        key: Its key.
+        row: Its row number (in the run that last registered it).
+        state: Its state.
+        contract_id: Its contract, when created.
+        run: The run that last registered it.
+    """
+
+    key: str
+    row: int
+    state: str
+    contract_id: int | None = None
+    run: int = 0
 
 
 @attrs.frozen(kw_only=True)
@@ -34,14 +63,14 @@ class Conflicts:
     """What the journal knows about a row's contract name.
 
     Attributes:
-        other_row: Another row of the team using the name: ``(row, state, contract id)``.
+        other_row: Another row of the team using the name.
         unclaimed: Ids of listed contracts of the team with the row's name that no row
             of the job claims.
         unclaimed_sent: The same for the name the row had when it was last sent (when it
             was sent before), which may differ from its name now.
     """
 
-    other_row: tuple[int, str, int | None] | None = None
+    other_row: NameOwner | None = None
     unclaimed: tuple[int, ...] = ()
     unclaimed_sent: tuple[int, ...] = ()
 
@@ -53,6 +82,7 @@ class Admission:
     action: Action
     reasons: tuple[str, ...] = ()
     note: str | None = None
+    supersedes: NameOwner | None = None
 
 
 def admit(
@@ -96,16 +126,25 @@ def admit(
         )
     if row.reasons:
         return Admission(action="invalid", reasons=row.reasons)
-    if row.name is not None and conflicts.other_row is not None:
-        other, state, contract_id = conflicts.other_row
-        created = f" (created as contract {contract_id})" if state == "created" else ""
-        return Admission(
-            action="invalid",
-            reasons=(
-                f"the contract name {row.name!r} is also used by row {other}{created}; "
-                "names must be unique within a job so that each contract can be found again",
-            ),
-        )
+    supersedes = None
+    owner = conflicts.other_row
+    if row.name is not None and owner is not None:
+        if owner.run < run and owner.state in ("pending", "failed"):
+            supersedes = owner  # its own old version, most likely: see the module docstring
+        else:
+            created = (
+                f" (created as contract {owner.contract_id})" if owner.state == "created" else ""
+            )
+            where = (
+                f"row {owner.row}" if owner.run == run else f"row {owner.row} of run {owner.run}"
+            )
+            return Admission(
+                action="invalid",
+                reasons=(
+                    f"the contract name {row.name!r} is also used by {where}{created}; names "
+                    "must be unique within a job so that each contract can be found again",
+                ),
+            )
     could_be_ours = existing is not None and existing.attempts > 0 and existing.name == row.name
     if row.name is not None and not could_be_ours and conflicts.unclaimed:
         return Admission(
@@ -116,4 +155,4 @@ def admit(
                 "remove that contract",
             ),
         )
-    return Admission(action="send")
+    return Admission(action="send", supersedes=supersedes)

@@ -53,7 +53,7 @@ from typing import Any
 
 import attrs
 
-from contractsdk.bulk._admit import Conflicts, admit
+from contractsdk.bulk._admit import Conflicts, NameOwner, admit
 from contractsdk.bulk._records import (
     STATES,
     JournalRecord,
@@ -307,6 +307,18 @@ class Journal:
         decision = admit(existing, prepared, self.conflicts(prepared, existing), run=run)
         action = decision.action
         if action == "send":
+            old = decision.supersedes
+            if old is not None:  # before the write: the name is unique among valid rows
+                self.db.execute(
+                    "UPDATE rows SET state = 'invalid', retryable = 0, error = ?, updated = ? "
+                    "WHERE key = ? AND state IN ('pending', 'failed')",
+                    (
+                        f"superseded by row {prepared.number} of run {run}, of the same name: "
+                        f"the row changed (was row {old.row} of run {old.run})",
+                        _now(),
+                        old.key,
+                    ),
+                )
             record = self._write(
                 prepared, run, state="pending", error=None, retryable=0, reported=0
             )
@@ -351,18 +363,20 @@ class Journal:
         )
         return Registered(record=record, send=False, duplicate=action == "duplicate")
 
-    def name_owner(
-        self, team_id: int | None, name: str | None, key: str
-    ) -> tuple[int, str, int | None] | None:
-        """Return ``(row, state, contract id)`` of another valid row of a team with this name."""
+    def name_owner(self, team_id: int | None, name: str | None, key: str) -> NameOwner | None:
+        """Return another valid row of a team with this name, if any."""
         if name is None:
             return None
         found = self.db.execute(
-            "SELECT row, state, contract_id FROM rows "
+            "SELECT key, row, state, contract_id, run FROM rows "
             "WHERE team_id IS ? AND name = ? AND state != 'invalid' AND key != ?",
             (team_id, name, key),
         ).fetchone()
-        return (int(found[0]), str(found[1]), found[2]) if found is not None else None
+        if found is None:
+            return None
+        return NameOwner(
+            key=found[0], row=found[1], state=found[2], contract_id=found[3], run=found[4]
+        )
 
     def unclaimed(self, team_id: int | None, name: str | None) -> tuple[int, ...]:
         """Return the ids of listed contracts of a team with this name that no row claims."""
