@@ -96,6 +96,24 @@ def test_header_with_an_unknown_column_is_refused_with_a_suggestion() -> None:
     assert caught.value.suggestions["notes"] is None
 
 
+def test_a_column_mapped_to_no_term_names_the_mapping() -> None:
+    """--column Address=contract_nosuch: the term is what is wrong, and the hint is for it.
+
+    It was reported as the column not being a term, with a hint to map the column to the
+    term of its own name.
+    """
+    terms = small_termset()
+    with pytest.raises(ConfigurationError) as caught:
+        ColumnMap(terms={"Name": "contract_nmae"}).check_header(
+            ["Name"], terms, match_term="contract_name", where="t.csv"
+        )
+    assert not isinstance(caught.value, UnknownColumnsError)
+    assert str(caught.value) == (
+        "t.csv: 'Name' is mapped to 'contract_nmae', which is not a term (did you mean "
+        "'contract_name'?) of template 149; map each column to one of the template's terms"
+    )
+
+
 def test_header_checks_mapped_key_and_match_columns() -> None:
     """Mapped and key columns must exist, and some column must give the match term."""
     terms = small_termset()

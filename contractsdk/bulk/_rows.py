@@ -194,8 +194,20 @@ class ColumnMap:
             given[term] = column
         if terms is not None:
             unknown = _unknown_terms(terms, list(given))
+            names = [term.name for _path, term in terms.walk() if term.name]
+            # A column mapped to a term by name: the mapping is what is wrong, not the column.
+            mapped = [term for term in unknown if self.terms.get(given[term]) == term]
+            if mapped:
+                problems = "; ".join(
+                    f"{given[term]!r} is mapped to {term!r}, which is not a term"
+                    + (f" (did you mean {hint!r}?)" if (hint := suggest_term(term, names)) else "")
+                    for term in mapped
+                )
+                raise ConfigurationError(
+                    f"{where}: {problems} of template {terms.template_id}; map each column "
+                    "to one of the template's terms"
+                )
             if unknown:
-                names = [term.name for _path, term in terms.walk() if term.name]
                 raise UnknownColumnsError(
                     where=where,
                     template_id=terms.template_id,
