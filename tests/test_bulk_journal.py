@@ -436,3 +436,19 @@ def test_a_journal_from_before_the_salt_keeps_its_keys(tmp_path: Path) -> None:
     header = old.header()
     old.close()
     assert header is not None and header["schema"] == 3 and header["key_salt"] is None
+
+
+def test_another_programs_sqlite_file_is_refused_untouched(tmp_path: Path) -> None:
+    """A SQLite file with tables of its own is not made a journal (nor switched to WAL)."""
+    path = tmp_path / "mine.db"
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
+        db.commit()
+    before = path.read_bytes()
+    with pytest.raises(JournalError, match=r"a SQLite database with other tables \(customers\)"):
+        Journal.connect(path)
+    assert path.read_bytes() == before
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+        tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master")]
+    assert tables == ["customers"]

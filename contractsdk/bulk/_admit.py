@@ -151,8 +151,8 @@ def admit(
             action="invalid",
             reasons=(
                 f"team {row.team_id} already has a contract named {row.name!r} (contract "
-                f"{conflicts.unclaimed[0]}) that this job did not create; rename the row or "
-                "remove that contract",
+                f"{conflicts.unclaimed[0]}) that this job's journal did not create; rename the "
+                "row or remove that contract",
             ),
         )
     return Admission(action="send", supersedes=supersedes)

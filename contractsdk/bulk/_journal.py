@@ -79,6 +79,24 @@ _COLUMNS = (
 )
 
 
+def _refuse_other_databases(db: sqlite3.Connection) -> None:
+    """Refuse a SQLite file with tables of its own and no job header: another program's.
+
+    Opening it as a journal added the job's tables to it and switched it to WAL.
+    """
+    tables = sorted(
+        found[0]
+        for found in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        if not found[0].startswith("sqlite_")
+    )
+    if tables and "job" not in tables:
+        shown = ", ".join(tables[:5]) + (", …" if len(tables) > 5 else "")
+        raise JournalError(
+            f"not a bulk journal: a SQLite database with other tables ({shown}); choose "
+            "another journal path"
+        )
+
+
 class Journal:
     """The journal's operations, synchronous: used by one thread at a time.
 
@@ -109,6 +127,7 @@ class Journal:
             else:
                 check_journal_path(target)
                 db = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
+                _refuse_other_databases(db)  # before anything is written to it
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=FULL")
             db.execute("PRAGMA busy_timeout=5000")
