@@ -213,6 +213,33 @@ async def test_incomplete_parties_shown_then_retried(tmp_path: Path) -> None:
         assert sorted(counts.values()) == [2] * 6
 
 
+@pytest.mark.e2e
+async def test_a_party_fixed_in_the_file_is_added_by_the_next_run(tmp_path: Path) -> None:
+    """A tenant's user id that does not exist, then fixed in the file: the next run adds it.
+
+    The add was refused (404) after the contract was made; the fix in the file was
+    ignored (only steps never tried took the file's values) and ``bulk retry`` sent the
+    old id again and again.
+    """
+    journal = tmp_path / "job.db"
+    async with SandboxServer(port=0, write_rate=None, read_rate=None) as server:
+        team_id = team_and_template(server)[0]
+        rows = party_rows(3, server.users[0].id, server.users[1].id)
+        rows[1]["tenant_user_id"] = "99999"
+        async with emulator_client(server, retries=None) as client:
+            first = job(client, rows, journal, server)
+            outcomes = await asyncio.wait_for(_collect(first), LIMIT)
+            assert first.summary is not None
+            assert (first.summary.created, first.summary.incomplete) == (2, 1)
+            assert [o.parties_missing for o in outcomes if o.row == 2] == [("tenant",)]
+            rows[1]["tenant_user_id"] = str(server.users[1].id)
+            second = job(client, rows, journal, server)
+            await asyncio.wait_for(_collect(second), LIMIT)
+        assert second.summary is not None and second.summary.incomplete == 0
+        counts = await collaborator_counts(server, team_id)
+        assert sorted(counts.values()) == [2] * 3
+
+
 #: The command line's flags for :func:`parties` (the same two parties).
 PARTY_FLAGS = (
     "--party=landlord:first:party",

@@ -8,6 +8,8 @@ none of them is the step's user (``_steps.py`` invariant 2).
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -117,7 +119,7 @@ class PartySteps:
                 side=party.side,
                 values=step.values,
                 template_id=template_id,
-                idempotency_key=f"{run.idempotency_key(key)}-{name}",
+                idempotency_key=_step_key(run.idempotency_key(key), step),
             )
         except ContractSDKError as exc:
             kind = classify(exc, fixed_target=False)
@@ -130,3 +132,14 @@ class PartySteps:
             return False
         await journal.call(lambda j: mark_added(j, key, name, collaborator.id))
         return True
+
+
+def _step_key(row_key: str, step: PartyStep) -> str:
+    """A party add's Idempotency-Key: its row's, its party, and what it sends.
+
+    The same on every try of one step; a step whose user or values were fixed in the file
+    after its add was refused is another request, with another key (the service kept
+    the first, and refused the fixed one as "used with a different request").
+    """
+    sent = json.dumps([step.user_id, sorted(step.values.items())], separators=(",", ":"))
+    return f"{row_key}-{step.party}-{hashlib.sha256(sent.encode()).hexdigest()[:8]}"

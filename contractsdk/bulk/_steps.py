@@ -93,13 +93,24 @@ def _has_steps(journal: Journal) -> bool:
 
 
 def record_steps(journal: Journal, key: str, parties: Mapping[str, RowParty]) -> None:
-    """Record a row's parties as ``pending`` steps (a step being or already added is kept)."""
+    """Record a row's parties as ``pending`` steps, but for steps added or being added.
+
+    A step already ``added``, or ``adding`` (its outcome unknown), is kept as it is. A
+    step that ``failed`` (it certainly added nobody) takes the file's user and values,
+    and, if they changed, is ``pending`` again: a tenant's user id fixed in the file
+    after its add was refused (404) is added by the next run, where the fix was ignored
+    and ``bulk retry`` sent the old id again and again.
+    """
     now = _now()
     journal.db.executemany(
         "INSERT INTO parties (key, party, position, user_id, vals, state, updated) "
         "VALUES (?, ?, ?, ?, ?, 'pending', ?) ON CONFLICT (key, party) DO UPDATE SET "
         "position = excluded.position, user_id = excluded.user_id, vals = excluded.vals, "
-        "updated = excluded.updated WHERE parties.state = 'pending' AND parties.attempts = 0",
+        "state = CASE WHEN parties.user_id = excluded.user_id AND parties.vals = excluded.vals "
+        "THEN parties.state ELSE 'pending' END, "
+        "error = CASE WHEN parties.user_id = excluded.user_id AND parties.vals = excluded.vals "
+        "THEN parties.error ELSE NULL END, "
+        "updated = excluded.updated WHERE parties.state IN ('pending', 'failed')",
         (
             (key, name, position, party.user_id, json.dumps(dict(party.values)), now)
             for position, (name, party) in enumerate(parties.items())
@@ -113,7 +124,8 @@ def register_rows(journal: Journal, run: int, rows: Sequence[PreparedRow]) -> li
     by_key = {row.key: row for row in rows}
     for decision in registered:
         prepared = by_key.get(decision.record.key)
-        if decision.send and prepared is not None and prepared.parties:
+        # A row created by an earlier run too: its parties not yet added follow the file.
+        if (decision.send or decision.skipped) and prepared is not None and prepared.parties:
             record_steps(journal, prepared.key, prepared.parties)
     return registered
 
