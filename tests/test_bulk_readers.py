@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ import pytest
 
 from contractsdk import ConfigurationError
 from contractsdk.bulk import CsvSource, IterableSource, JsonlSource, RowSource, SourceRow
-from contractsdk.bulk._readers import open_source
+from contractsdk.bulk._readers import input_format, open_source
 
 
 async def read_all(source: RowSource, size: int = 256) -> list[SourceRow]:
@@ -196,3 +197,84 @@ async def test_csv_quoted_line_breaks_still_make_one_row(tmp_path: Path) -> None
     rows = await read_all(CsvSource(write(tmp_path, "m.csv", 'a,b\n"x\ny",1\n2,3\n')))
     assert [r.data for r in rows] == [{"a": "x\ny", "b": "1"}, {"a": "2", "b": "3"}]
     assert [r.line for r in rows] == [2, 4]
+
+
+async def test_jsonl_escapes_that_are_no_character_spoil_only_their_line(tmp_path: Path) -> None:
+    r"""A lone surrogate (``\ud800``) is no text: its line is a problem naming the column.
+
+    It used to reach the journal, which cannot encode it: the run crashed there, and so did
+    every run after it. A valid pair (an emoji) is one character and is read as usual.
+    """
+    lines = [
+        r'{"contract_name": "Flat \ud800 1", "ref": "A"}',
+        r'{"contract_name": "Flat 2", "\udc00ref": "B"}',
+        r'{"contract_name": "Flat 3", "extra": {"notes": ["ok", "x\udfff"]}}',
+        r'{"contract_name": "Flat \ud83d\ude00 4"}',
+    ]
+    rows = await read_all(JsonlSource(write(tmp_path, "s.jsonl", "\n".join(lines) + "\n")))
+    assert [r.problem for r in rows] == [
+        "line 1: the value of 'contract_name' has the escape \\ud800, a lone surrogate "
+        "(half of a UTF-16 pair) that is not a character",
+        "line 2: the column name '\\udc00ref' has the escape \\udc00, a lone surrogate "
+        "(half of a UTF-16 pair) that is not a character",
+        "line 3: the value of 'extra'['notes'][1] has the escape \\udfff, a lone surrogate "
+        "(half of a UTF-16 pair) that is not a character",
+        None,
+    ]
+    assert rows[3].data == {"contract_name": "Flat \U0001f600 4"}
+    for row in rows[:3]:  # what is kept of the line can be stored
+        row.raw.encode("utf-8")
+        (row.problem or "").encode("utf-8")
+
+
+async def test_jsonl_numbers_too_long_and_nesting_too_deep_are_said_so(tmp_path: Path) -> None:
+    """A number past Python's digit limit names its line and key, not a Python setting.
+
+    A line nested too deeply to read is a problem of its line too (it raised RecursionError
+    out of the reader).
+    """
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(4300)
+    try:
+        lines = [
+            '{"contract_name": "Flat 1", "rent": ' + "9" * 4301 + "}",
+            '{"contract_name": "Flat 2", "rent": -' + "9" * 4300 + "}",
+            '{"contract_name": "Flat 3", "a": ' + "[" * 5000 + "]" * 5000 + "}",
+            '{"contract_name": "Flat 4", "a": ' + '{"b": ' * 900 + "1" + "}" * 900 + "}",
+        ]
+        rows = await read_all(JsonlSource(write(tmp_path, "n.jsonl", "\n".join(lines) + "\n")))
+    finally:
+        sys.set_int_max_str_digits(limit)
+    assert rows[0].problem == (
+        "line 1: the value of 'rent' is a number of 4301 digits, too long to read (at most 4300)"
+    )
+    assert rows[1].data is not None and rows[1].data["rent"] == -int("9" * 4300)
+    assert rows[2].problem == "line 3: its JSON is nested too deeply to read"
+    assert rows[3].problem is None  # deep, but within what can be read
+    assert all("sys." not in (r.problem or "") for r in rows)
+
+
+async def test_iterable_rows_with_a_lone_surrogate_are_problems() -> None:
+    """Rows given as mappings get the same check: such a string cannot be stored."""
+    rows = await read_all(
+        IterableSource([{"contract_name": "Flat \ud800"}, {"contract_name": "Ok"}])
+    )
+    assert rows[0].problem == (
+        "row 1: the value of 'contract_name' has the escape \\ud800, a lone surrogate "
+        "(half of a UTF-16 pair) that is not a character"
+    )
+    assert rows[1].data == {"contract_name": "Ok"}
+
+
+async def test_csv_cannot_carry_a_lone_surrogate(tmp_path: Path) -> None:
+    """A surrogate encoded in the bytes of a CSV is not UTF-8: its line is the problem."""
+    content = b"contract_name,x\nFlat \xed\xa0\x80 1,1\nFlat 2,2\n"
+    rows = await read_all(CsvSource(write(tmp_path, "s.csv", content)))
+    assert [r.problem for r in rows] == ["line 2: not valid UTF-8", None]
+
+
+def test_input_format_reads_the_name() -> None:
+    """The format a file name says, or None when it says none (the CLI then asks for one)."""
+    assert input_format("a.CSV") == "csv"
+    assert [input_format(f"a.{end}") for end in ("jsonl", "ndjson", "json")] == ["jsonl"] * 3
+    assert input_format("a.txt") is None and input_format("a") is None

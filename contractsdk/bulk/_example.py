@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 from importlib import resources
 
-__all__ = ["example_csv"]
+__all__ = ["example_csv", "to_jsonl"]
 
 
 def example_csv() -> str:
@@ -18,3 +21,16 @@ def example_csv() -> str:
         .joinpath("examples/tenancies.csv")
         .read_text(encoding="utf-8")
     )
+
+
+def to_jsonl(text: str) -> str:
+    """Return CSV text (with a header line) as JSON Lines: one object per row, same values.
+
+    Each row is ``{column: value}`` with the CSV's text values, empty ones included, so
+    that a job reads the same rows from either file.
+    """
+    lines = [
+        json.dumps(row, ensure_ascii=False) + "\n"
+        for row in csv.DictReader(io.StringIO(text, newline=""))
+    ]
+    return "".join(lines)

@@ -5,8 +5,9 @@ costs the memory of one chunk. Files are read in a worker thread (``asyncio.to_t
 a chunk at a time, so a slow disk never stalls the event loop.
 
 A line that cannot be read (a CSV line with the wrong number of fields or bad quoting, a
-JSONL line that is not a JSON object, bytes that are not UTF-8) becomes a ``SourceRow``
-with a ``problem`` and its line number; the rows around it are read as usual (a CSV
+JSONL line that is not a JSON object, bytes that are not UTF-8, a JSON string escape that
+is no character or a JSON number too long to read) becomes a ``SourceRow`` with a
+``problem`` and its line number; the rows around it are read as usual (a CSV
 quote left open does not swallow the lines after it: they are read again as rows). Only what
 makes the whole input unusable is raised: a file that cannot be opened, an empty file, a
 CSV header with a blank or repeated column name.
@@ -18,6 +19,7 @@ import asyncio
 import csv
 import json
 import os
+import sys
 from collections import Counter
 from collections.abc import (
     AsyncGenerator,
@@ -42,6 +44,7 @@ __all__ = [
     "JsonlSource",
     "RowSource",
     "SourceRow",
+    "input_format",
     "open_source",
 ]
 
@@ -91,6 +94,77 @@ def _take(rows: Iterator[SourceRow], count: int) -> list[SourceRow]:
 def _has_surrogates(text: str) -> bool:
     # Undecodable bytes arrive as lone surrogates (the "surrogateescape" error handler).
     return any("\udc80" <= char <= "\udcff" for char in text)
+
+
+def _lone_surrogate(text: str) -> str | None:
+    r"""The first lone surrogate of a string (a JSON ``\ud800`` escape), or None.
+
+    A surrogate is half of a UTF-16 pair, not a character: it cannot be encoded in UTF-8,
+    so it cannot be stored in the journal nor sent (JSON decoding joins a valid pair into
+    one character, so any surrogate left is alone).
+    """
+    for char in text:
+        if "\ud800" <= char <= "\udfff":
+            return char
+    return None
+
+
+class _LongNumber:
+    """A JSON integer with more digits than ``int()`` converts (``sys.get_int_max_str_digits``)."""
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+
+def _parse_int(text: str) -> int | _LongNumber:
+    try:
+        return int(text)
+    except ValueError:  # too many digits: said so, naming the key, by _row_problem
+        return _LongNumber(len(text.lstrip("-")))
+
+
+def _not_a_character(char: str) -> str:
+    return (
+        f"the escape \\u{ord(char):04x}, a lone surrogate (half of a UTF-16 pair) that is "
+        "not a character"
+    )
+
+
+def _value_problem(value: Any, where: str) -> str | None:
+    """Why a value read from the input cannot be used (``where`` names it), or None."""
+    if isinstance(value, str):
+        char = _lone_surrogate(value)
+        if char is not None:
+            return f"{where} has {_not_a_character(char)}"
+    elif isinstance(value, _LongNumber):
+        limit = sys.get_int_max_str_digits()
+        return f"{where} is a number of {value.digits} digits, too long to read (at most {limit})"
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            char = _lone_surrogate(key) if isinstance(key, str) else None
+            if char is not None:
+                return f"{where} has a key {key!r} with {_not_a_character(char)}"
+            problem = _value_problem(item, f"{where}[{key!r}]")
+            if problem is not None:
+                return problem
+    elif isinstance(value, list | tuple):
+        for position, item in enumerate(value):
+            problem = _value_problem(item, f"{where}[{position}]")
+            if problem is not None:
+                return problem
+    return None
+
+
+def _row_problem(data: Mapping[Any, Any]) -> str | None:
+    """Why a row's values cannot be used, naming the column (or key), or None."""
+    for column, value in data.items():
+        char = _lone_surrogate(column) if isinstance(column, str) else None
+        if char is not None:
+            return f"the column name {column!r} has {_not_a_character(char)}"
+        problem = _value_problem(value, f"the value of {column!r}")
+        if problem is not None:
+            return problem
+    return None
 
 
 def _open_text(path: Path) -> TextIO:
@@ -350,8 +424,9 @@ class CsvSource(_FileSource):
 class JsonlSource(_FileSource):
     """Rows of a JSON Lines file: one JSON object per line (UTF-8, BOM accepted).
 
-    A line that is not a JSON object becomes a row with a problem naming its line; blank
-    lines are skipped.
+    A line that is not a JSON object, or whose values cannot be used (a string escape that
+    is no character, a number too long to read), becomes a row with a problem naming its
+    line and the column; blank lines are skipped.
 
     Args:
         path: The file.
@@ -369,15 +444,20 @@ class JsonlSource(_FileSource):
                 problem = f"line {index}: not valid UTF-8"
             else:
                 try:
-                    data = json.loads(text)
+                    data = json.loads(text, parse_int=_parse_int)
+                    found = _row_problem(data) if isinstance(data, dict) else None
                 except ValueError as exc:
                     problem = f"line {index}: not JSON ({exc.args[0] if exc.args else exc})"
+                except RecursionError:
+                    problem = f"line {index}: its JSON is nested too deeply to read"
                 else:
                     if not isinstance(data, dict):
                         problem = (
                             f"line {index}: expected a JSON object of column values, "
                             f"found {type(data).__name__}"
                         )
+                    elif found is not None:
+                        problem = f"line {index}: {found}"
             if problem is not None:
                 raw = text.strip()[:1000].encode("utf-8", "backslashreplace").decode()
                 yield SourceRow(number=number, line=index, data=None, problem=problem, raw=raw)
@@ -388,7 +468,8 @@ class JsonlSource(_FileSource):
 class IterableSource(RowSource):
     """Rows from an iterable or async iterable of mappings (consumed once, lazily).
 
-    An item that is not a mapping becomes a row with a problem.
+    An item that is not a mapping, or with a string that is no text (a lone surrogate,
+    which cannot be encoded), becomes a row with a problem.
 
     Args:
         rows: ``Iterable[Mapping]`` or ``AsyncIterable[Mapping]``.
@@ -404,7 +485,19 @@ class IterableSource(RowSource):
     @staticmethod
     def _row(number: int, item: object) -> SourceRow:
         if isinstance(item, Mapping):
-            return SourceRow(number=number, line=None, data=item)
+            try:
+                problem = _row_problem(item)
+            except RecursionError:
+                problem = "its values are nested too deeply to read"
+            if problem is None:
+                return SourceRow(number=number, line=None, data=item)
+            return SourceRow(
+                number=number,
+                line=None,
+                data=None,
+                problem=f"row {number}: {problem}",
+                raw=repr(item)[:1000],
+            )
         return SourceRow(
             number=number,
             line=None,
@@ -443,6 +536,11 @@ class IterableSource(RowSource):
             yield chunk
 
 
+def input_format(path: str | os.PathLike[str]) -> InputFormat | None:
+    """Return the format a file's name says (``.csv``, ``.jsonl``, ``.ndjson``), or None."""
+    return _SUFFIXES.get(Path(path).suffix.lower())
+
+
 def open_source(
     rows: str
     | os.PathLike[str]
@@ -467,7 +565,7 @@ def open_source(
         return rows
     if isinstance(rows, str | os.PathLike):
         path = Path(rows)
-        kind = format or _SUFFIXES.get(path.suffix.lower())
+        kind = format or input_format(path)
         if kind is None:
             raise ConfigurationError(
                 f"cannot tell the format of {path} from its name; use a .csv or .jsonl file "

@@ -32,6 +32,10 @@ class JournalStatus:
         invalid: The first invalid rows of the latest run, with their reasons.
         incomplete_count: Rows whose contract exists but lacks a party of the job.
         incomplete: The first of them: ``(key, row, contract id, parties missing and why)``.
+        running: True when a process holds the journal's lock, running a job with it (its
+            latest run, if not finished, is running); False when none does (a run not
+            finished then ended without recording it: the process was killed or crashed);
+            None when it cannot be told (no advisory locks, as on Windows).
     """
 
     job_id: str
@@ -45,6 +49,7 @@ class JournalStatus:
     invalid: list[JournalRecord]
     incomplete_count: int = 0
     incomplete: list[tuple[str, int, int | None, str]] = attrs.field(factory=list)
+    running: bool | None = None
 
     @property
     def source(self) -> str | None:
@@ -55,7 +60,39 @@ class JournalStatus:
         return None
 
 
+def _locked(path: str | os.PathLike[str]) -> bool | None:
+    """Whether a process holds the journal's lock (``<journal>.lock``, see ``_writer.py``).
+
+    The lock is tried, shared and without waiting, and let go at once; the file is not
+    created when missing (no job ever ran, or the last one ended and removed it). None
+    when the platform has no advisory locks. (A job starting in that very instant is
+    refused as if another ran: it says so, and nothing is lost; run it again.)
+    """
+    try:
+        import fcntl
+    except ImportError:  # Windows: jobs take no lock, so nothing tells
+        return None
+    try:
+        handle = os.open(f"{path}.lock", os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True  # held (exclusively) by the process running a job
+    else:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False  # left by a process that was killed: nobody holds it
+    finally:
+        os.close(handle)
+
+
 def _read(path: str | os.PathLike[str], limit: int) -> JournalStatus:
+    # The lock is tried before and after reading: a job that ends (or starts) meanwhile is
+    # seen running, not taken for killed because its run was read unfinished.
+    before = _locked(path)
     journal = Journal.connect(path, readonly=True)
     try:
         header = journal.header()
@@ -80,9 +117,17 @@ def _read(path: str | os.PathLike[str], limit: int) -> JournalStatus:
             invalid=invalid,
             incomplete_count=incomplete_count(journal),
             incomplete=incomplete_records(journal, limit),
+            running=_either(before, _locked(path)),
         )
     finally:
         journal.close()
+
+
+def _either(before: bool | None, after: bool | None) -> bool | None:
+    """Held at either try: running; free at both: not; else not known."""
+    if before or after:
+        return True
+    return None if before is None or after is None else False
 
 
 async def read_status(path: str | os.PathLike[str], *, limit: int = 20) -> JournalStatus:

@@ -86,10 +86,18 @@ class Tally:
         counts = dict.fromkeys(self.counts, 0)
         for state, number in states.items():
             counts[_STATE_OF.get(state, state)] += number
-        created = counts["created"]
-        counts["incomplete"] = min(incomplete, created)
-        counts["skipped"] = min(self.counts["skipped"], created - counts["incomplete"])
-        counts["created"] = created - counts["incomplete"] - counts["skipped"]
+        contracts = counts["created"]  # every row of the run whose contract exists
+        earlier = min(self.counts["skipped"], contracts)  # reported skipped as they were read
+        missing = min(incomplete, contracts)
+        # Of the incomplete rows, this run created those reported incomplete (never fewer
+        # than the earlier rows leave over); the others were created by earlier runs and
+        # reported skipped (a skipped row's outcome does not say whether its parties are
+        # all added): they are counted incomplete, not "already created".
+        fresh = contracts - earlier
+        fresh_missing = max(missing - earlier, min(self.counts["incomplete"], missing, fresh))
+        counts["incomplete"] = missing
+        counts["skipped"] = earlier - (missing - fresh_missing)
+        counts["created"] = fresh - fresh_missing
         counts["pending"] += self.unread
         self.counts = counts
 

@@ -5,10 +5,12 @@ over the rows actually sent, ETA, 429s and retries), a plain line every few seco
 otherwise (logs, CI). The summary goes to stdout (a table, or JSON with
 ``--json``); ``--report FILE`` writes one JSON line per row.
 
-Exit codes: 0 every row created (now or before); 1 some rows failed or are unknown;
-3 some rows are invalid (and none failed); 2 bad usage, input or journal; 130 stopped by
-Ctrl-C, 143 by SIGTERM (the rows in flight were recorded; run the same command again to
-resume).
+Exit codes: 0 every row created (now or before), with all its parties; 1 some rows failed,
+are unknown or were not sent, or were created without all their parties (incomplete:
+``bulk retry`` adds them); 3 some rows are invalid (and none of the above); 2 bad usage,
+input or journal, or a ``--report`` that cannot be written (the job stops as for Ctrl-C);
+130 stopped by Ctrl-C, 143 by SIGTERM (the rows in flight were recorded; run the same
+command again to resume).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import asyncio
 import contextlib
 import importlib.resources
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
@@ -37,7 +40,9 @@ from contractsdk.bulk import (
     resolve_contract_type,
     resolve_team,
 )
+from contractsdk.bulk._example import to_jsonl
 from contractsdk.bulk._parties import parties_from_flags
+from contractsdk.bulk._readers import input_format
 from contractsdk.cli._app import argument, cli, numeric_id, runs
 from contractsdk.cli._bulk_output import LISTED, show_plan, show_status, show_summary
 from contractsdk.cli._output import console, write_file
@@ -66,23 +71,113 @@ def parse_columns(items: list[str] | None) -> dict[str, str | None]:
     return columns
 
 
+class _Report:
+    """The ``--report`` file: one JSON line per row, written as each outcome comes.
+
+    Line-buffered, so a write that fails (a full disk) fails at its row, and a killed run
+    leaves every line reported so far. A failure is kept in ``error`` rather than raised:
+    the run then stops as for Ctrl-C (every row journaled, resumable) and nothing more is
+    written.
+    """
+
+    def __init__(self, path: str, handle: TextIO) -> None:
+        self.path = path
+        self.error: OSError | None = None
+        self._handle: TextIO | None = handle
+
+    def write(self, outcome: RowOutcome) -> bool:
+        """Write one outcome; False when the report cannot be written (now or before)."""
+        if self._handle is None:
+            return False
+        try:
+            self._handle.write(json.dumps(outcome.to_json(), ensure_ascii=False) + "\n")
+        except OSError as exc:
+            self.error = exc
+            self.close()
+            return False
+        return True
+
+    def close(self) -> None:
+        """Close the file; a failure to flush its last line is kept in ``error``."""
+        handle, self._handle = self._handle, None
+        if handle is None:
+            return
+        try:
+            handle.close()
+        except OSError as exc:  # the last line could not be flushed
+            if self.error is None:
+                self.error = exc
+
+    def problem(self) -> str:
+        """The line saying why the report cannot be written."""
+        error = self.error
+        reason = (error.strerror or str(error)) if error is not None else "unknown error"
+        return f"cannot write the report {self.path}: {reason}"
+
+
 @contextlib.contextmanager
-def _report_file(path: str | None) -> Iterator[TextIO | None]:
+def _report_file(path: str | None) -> Iterator[_Report | None]:
     if path is None:
         yield None
         return
     try:
-        handle = open(path, "w", encoding="utf-8")  # noqa: SIM115  # closed by the with below
+        # A character that cannot be encoded (a lone surrogate in a service's message) is
+        # written escaped rather than failing the line.
+        handle = open(  # noqa: SIM115  # closed by the report, below
+            path, "w", encoding="utf-8", errors="backslashreplace", buffering=1
+        )
     except OSError as exc:
         raise ConfigurationError(f"cannot write the report {path}: {exc.strerror}") from None
-    with handle:
-        yield handle
+    report = _Report(path, handle)
+    try:
+        yield report
+    finally:
+        report.close()
+
+
+def _same_file(one: Path, other: Path) -> bool:
+    """Whether two paths name one file (through a link, or before it exists)."""
+    try:
+        return os.path.samefile(one, other)
+    except OSError:  # one of them does not exist (yet)
+        return one.resolve() == other.resolve()
+
+
+def _check_report(path: str | None, job: BulkJob) -> None:
+    """Refuse a ``--report`` path that is the job's input or journal: it would be emptied.
+
+    The journal's files include SQLite's ``-wal`` and ``-shm`` and the job's lock file.
+
+    Raises:
+        ConfigurationError: The report would overwrite one of them.
+    """
+    if path is None:
+        return
+    guarded: list[tuple[Path, str]] = []
+    if job.spec.source.path is not None:
+        guarded.append((job.spec.source.path, "the input file"))
+    journal = job.journal
+    if journal is not None:
+        guarded.append((journal, "the journal"))
+        guarded += [
+            (journal.with_name(journal.name + end), f"the journal's {end} file")
+            for end in ("-wal", "-shm", ".lock")
+        ]
+    report = Path(path)
+    for other, what in guarded:
+        if _same_file(report, other):
+            raise ConfigurationError(
+                f"--report {path} is {what} ({other}): the report would overwrite it; "
+                "give the report another path"
+            )
 
 
 async def _drive(job: BulkJob, args: argparse.Namespace, *, retry: bool) -> int:
     """Run a job (or its retry) with progress, report and Ctrl-C handling; return the exit code."""
+    await asyncio.to_thread(_check_report, args.report, job)
     progress = ProgressView(job, console(stderr=True), enabled=not args.quiet)
     listed: list[RowOutcome] = []
+    said = False  # the report's failure, once
     with (
         _report_file(args.report) as report,
         progress,
@@ -94,8 +189,15 @@ async def _drive(job: BulkJob, args: argparse.Namespace, *, retry: bool) -> int:
             async with contextlib.aclosing(outcomes):  # type: ignore[type-var]  # an async generator
                 async for outcome in outcomes:
                     progress.seen(outcome)
-                    if report is not None:
-                        report.write(json.dumps(outcome.to_json(), ensure_ascii=False) + "\n")
+                    if report is not None and not report.write(outcome) and not said:
+                        # As for Ctrl-C: no new request, those in flight are journaled.
+                        said = True
+                        job.stop()
+                        progress.stop()
+                        progress.say(
+                            f"error: {report.problem()}; stopping (run the command again, "
+                            "with another --report, to continue)"
+                        )
                     if outcome.state in ("invalid", "failed", "sending") and len(listed) < LISTED:
                         listed.append(outcome)
         except asyncio.CancelledError:
@@ -105,23 +207,43 @@ async def _drive(job: BulkJob, args: argparse.Namespace, *, retry: bool) -> int:
             drawer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await drawer
+    if report is not None and report.error is not None and not said:
+        click.echo(f"error: {report.problem()}", err=True)  # its last line, at close
     summary = job.summary
     assert summary is not None
+    if not retry and not interrupts["signal"]:
+        _say_if_no_rows(args, summary.rows)
     show_summary(args, summary, listed)
     if interrupts["signal"]:
         return 128 + interrupts["signal"]  # 130 for Ctrl-C, 143 for SIGTERM
+    if report is not None and report.error is not None:
+        return 2  # as for a report that cannot be opened
     return _exit_code(summary)
 
 
 def _exit_code(summary: BulkSummary) -> int:
-    if summary.failed or summary.unknown or summary.pending:
+    """1 when some rows are not done (incomplete ones too: a party is missing), 3 invalid."""
+    if summary.failed or summary.unknown or summary.pending or summary.incomplete:
         return 1
     if summary.invalid:
         return 3
     return 0
 
 
+def _say_if_no_rows(args: argparse.Namespace, rows: int) -> None:
+    """Say so when the input has no rows (a CSV file with only its header line)."""
+    if rows == 0:
+        click.echo(
+            f"note: {args.file} has no rows, only a header line: nothing to create", err=True
+        )
+
+
 async def _make_job(args: argparse.Namespace, client: Any) -> BulkJob:
+    if input_format(args.file) is None:
+        raise ConfigurationError(
+            f"cannot tell the format of {args.file} from its name: name it .csv (with a "
+            "header line) or .jsonl (one JSON object per line)"
+        )
     team_id = None
     if args.team is not None:
         team_id = await resolve_team(client, args.team, user_id=args.created_by)
@@ -182,17 +304,23 @@ def _client(args: argparse.Namespace) -> ContractClient:
 
 
 async def _dry_run(args: argparse.Namespace, job: BulkJob) -> int:
+    await asyncio.to_thread(_check_report, args.report, job)
     listed: list[RowOutcome] = []
     with _report_file(args.report) as report:
 
         def seen(outcome: RowOutcome) -> None:
             if report is not None:
-                report.write(json.dumps(outcome.to_json(), ensure_ascii=False) + "\n")
+                report.write(outcome)  # a failure is said once the plan is made
             if outcome.state == "invalid" and len(listed) < LISTED:
                 listed.append(outcome)
 
         plan = await job.plan(on_outcome=seen)
+    if report is not None and report.error is not None:
+        click.echo(f"error: {report.problem()}", err=True)
+    _say_if_no_rows(args, plan.rows)
     show_plan(args, plan, listed)
+    if report is not None and report.error is not None:
+        return 2
     return 3 if plan.invalid else 0
 
 
@@ -222,7 +350,13 @@ def example_csv() -> str:
 
 @cli.group()
 def bulk() -> None:
-    """Create many contracts from a CSV or JSONL file, with a resumable journal."""
+    """Create many contracts from a CSV or JSONL file, with a resumable journal.
+
+    Exit codes of create and retry: 0 every row created, with all its parties; 1 some rows
+    failed, are unknown, were not sent, or lack a party (incomplete: retry adds it); 3 some
+    rows are invalid (and none of those); 2 bad usage, input, journal or --report; 130
+    stopped by Ctrl-C, 143 by SIGTERM (run the same command again to resume).
+    """
 
 
 JOURNAL = argument("journal", help="The job's journal (FILE.journal.db).")
@@ -390,11 +524,11 @@ async def bulk_retry(args: argparse.Namespace) -> int:
     "path",
     default="tenancies.csv",
     required=False,
-    help="Where to write it (default tenancies.csv; - for stdout).",
+    help="Where to write it: a .csv or .jsonl file (default tenancies.csv; - for stdout, CSV).",
 )
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
 async def bulk_example(args: argparse.Namespace) -> int:
-    """Write the example CSV of tenancies, to try bulk create with.
+    """Write the example tenancies (CSV, or JSON lines for a .jsonl PATH), to try bulk create.
 
     Then, against `contractsdk sandbox` (its export lines pasted):
     contractsdk bulk create tenancies.csv --team "Acme Legal"
@@ -406,8 +540,17 @@ async def bulk_example(args: argparse.Namespace) -> int:
         click.echo(text, nl=False)
         return 0
     path = Path(args.path)
+    kind = input_format(path)
+    if kind is None:
+        raise ConfigurationError(
+            f"cannot tell which format to write {path} in from its name: name it .csv or .jsonl"
+        )
     if await asyncio.to_thread(path.exists) and not args.force:
         raise ConfigurationError(f"{path} exists; give --force to overwrite it")
+    rows = text.count("\n") - 1  # after the header line
+    if kind == "jsonl":  # the same rows, one JSON object per line
+        text = to_jsonl(text)
+        rows = text.count("\n")
     await write_file(path, text.encode("utf-8"))
-    click.echo(f"wrote {path} ({text.count(chr(10)) - 1} rows)")
+    click.echo(f"wrote {path} ({rows} rows)")
     return 0

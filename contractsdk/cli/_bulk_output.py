@@ -105,6 +105,7 @@ def show_status(args: argparse.Namespace, status: JournalStatus) -> None:
                 "counts": status.counts,
                 "latest_run_counts": status.latest_counts,
                 "runs": status.runs,
+                "running": status.running,
                 "unfinished": [_record_json(r) for r in status.unfinished],
                 "invalid": [_record_json(r) for r in status.invalid],
                 "incomplete_count": status.incomplete_count,
@@ -135,9 +136,13 @@ def show_status(args: argparse.Namespace, status: JournalStatus) -> None:
         out=out,
     )
     say()
+    latest = status.runs[-1]["run"] if status.runs else None
     print_table(
         ["run", "mode", "started", "finished", "outcome"],
-        [(r["run"], r["mode"], r["started"], r["finished"], r["outcome"]) for r in status.runs],
+        [
+            (r["run"], r["mode"], r["started"], r["finished"], _outcome(r, status, latest))
+            for r in status.runs
+        ],
         out=out,
     )
     if status.unfinished:
@@ -170,6 +175,21 @@ def show_status(args: argparse.Namespace, status: JournalStatus) -> None:
             [(r.row, r.line, r.name, (r.error or "").replace("\n", "; ")) for r in status.invalid],
             out=out,
         )
+
+
+def _outcome(run: dict[str, Any], status: JournalStatus, latest: int | None) -> str | None:
+    """How a run ended; for one that did not record it, whether it runs or was killed.
+
+    Only the latest run can be running (a job locks its journal): an earlier run that did
+    not finish ended without recording it.
+    """
+    if run["finished"] is not None:
+        return str(run["outcome"]) if run["outcome"] is not None else None
+    if run["run"] == latest and status.running is None:
+        return "not finished (running, or killed)"
+    if run["run"] == latest and status.running:
+        return "running"
+    return "ended without finishing (killed?)"
 
 
 def _record_json(record: Any) -> dict[str, Any]:
