@@ -339,6 +339,26 @@ async def test_a_row_fixed_after_a_failed_run_is_sent_with_its_new_values(
         assert (counts["created"], counts["invalid"]) == (3, 1)  # 1: the superseded record
 
 
+async def test_a_created_row_that_changed_is_noted_not_failed(tmp_path: Path) -> None:
+    """A row changed after its contract was made: skipped, with a note, and no error.
+
+    The note was folded into ``error`` (and the report's ``error`` field) of a row that
+    did not fail.
+    """
+    async with SandboxServer(port=0, write_rate=None, read_rate=None) as server:
+        rows = source_rows(2)
+        journal = tmp_path / "job.db"
+        async with emulator_client(server) as client:
+            await run_job(keyed_job(client, server, rows, journal))
+            rows[0]["contract_rentFrequency"] = "quarter"
+            again = await run_job(keyed_job(client, server, rows, journal))
+        changed = next(o for o in again if o.key == "ref:R-00000")
+        assert (changed.state, changed.skipped, changed.error) == ("created", True, None)
+        assert changed.note is not None and "bulk create does not update" in changed.note
+        assert changed.to_json()["note"] == changed.note
+        assert next(o for o in again if o.key == "ref:R-00001").note is None
+
+
 def write_csv(path: Path, rows: list[dict[str, str]]) -> None:
     columns = ["ref", "contract_name", "contract_rentFrequency", "contract_breakClause"]
     lines = [",".join(columns)]

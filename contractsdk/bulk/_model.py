@@ -28,7 +28,9 @@ class RowOutcome:
         attempts: Attempts for this row over every run: one per create call, plus the
             client's extra attempts when a call failed after retrying (a call that
             succeeded after retries counts one; the summary's ``retries`` has the rest).
-        error: Why the row failed (or a note, e.g. that it changed since it was created).
+        error: Why the row failed.
+        note: Something worth telling about a row that did not fail: e.g. that it changed
+            since its contract was created (bulk create does not update contracts).
         reasons: Why the row is invalid, one problem each (``path: message``).
         skipped: True when the contract was created by an earlier run of the job.
         reconciled: True when the contract was found by listing the team after an
@@ -49,6 +51,7 @@ class RowOutcome:
     skipped: bool = False
     reconciled: bool = False
     parties_missing: tuple[str, ...] = ()
+    note: str | None = None
 
     @property
     def incomplete(self) -> bool:
@@ -67,9 +70,6 @@ class RowOutcome:
         """Build an outcome from the row's journal record (``missing``: parties not added)."""
         invalid = record.state == "invalid"
         reasons = tuple(record.error.splitlines()) if invalid and record.error else ()
-        error = None if invalid else record.error
-        if note is not None:
-            error = note if error is None else f"{error}; {note}"
         return cls(
             row=record.row,
             line=record.line,
@@ -78,11 +78,12 @@ class RowOutcome:
             name=record.name,
             contract_id=record.contract_id,
             attempts=record.attempts,
-            error=error,
+            error=None if invalid else record.error,
             reasons=reasons,
             skipped=skipped,
             reconciled=record.reconciled,
             parties_missing=missing,
+            note=note,
         )
 
     def to_json(self) -> dict[str, Any]:
