@@ -12,6 +12,7 @@ import pytest
 # this file too, runs no test, and started the workers 0.3 s later for importing them.
 if TYPE_CHECKING:
     from contractsdk import ContractClient
+    from contractsdk.sandbox import SandboxServer
     from contractsdk.testing import MockTransport
     from tests._fakeservice import FakeService
     from tests._redisserver import RedisClusterNodes, RedisServer
@@ -55,6 +56,19 @@ async def client(transport: MockTransport) -> AsyncIterator[ContractClient]:
         rate_limits=None, api_key=API_KEY, environment="sandbox", transport=transport
     ) as c:
         yield c
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[SandboxServer]:
+    """An emulator whose limits are far above what a test sends (the CLI's tests).
+
+    Its rate headers let the client pace at them at once; an emulator without limits sends
+    none, and the client would start slowly (20 requests/s) to learn them.
+    """
+    from contractsdk.sandbox import SandboxServer
+
+    async with SandboxServer(port=0, read_rate=1000, write_rate=1000) as running:
+        yield running
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -15,55 +15,22 @@ from contractsdk.bulk._run import Run
 from contractsdk.cli._app import Invocation, parse
 from contractsdk.cli._app import cli as root
 from contractsdk.sandbox import FaultRule, SandboxServer
+from tests._clikit import bulk_create, cli
 from tests._redisserver import RedisServer
 
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "tenancies.csv"
-AST = "Assured Shorthold Tenancy Agreement"
 HEADER = "reference,contract_name,contract_rentFrequency,contract_breakClause\n"
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[SandboxServer]:
-    """An emulator whose limits are far above what a test sends.
-
-    Its rate headers let the client pace at them at once; an emulator without limits sends
-    none, and the client would start slowly (20 requests/s) to learn them.
-    """
-    async with SandboxServer(port=0, read_rate=1000, write_rate=1000) as running:
-        yield running
 
 
 def ada(server: SandboxServer) -> int:
     return server.users[0].id
 
 
-async def cli(server: SandboxServer, *argv: str) -> int:
-    """Run one command in this event loop (the emulator keeps serving) and return its code."""
-    connection = ["--base-url", server.url, "--api-key", server.api_key]
-    invocation = parse([*argv, *connection])
-    assert isinstance(invocation, Invocation), invocation
-    return await invocation.run()
-
-
 def create_args(server: SandboxServer, source: Path, journal: Path, *more: str) -> list[str]:
-    return [
-        "bulk",
-        "create",
-        str(source),
-        "--team",
-        "Acme Legal",
-        "--contract-type",
-        AST,
-        "--created-by",
-        str(ada(server)),
-        "--journal",
-        str(journal),
-        "-q",
-        *more,
-    ]
+    return bulk_create(server, source, "--journal", str(journal), *more)
 
 
 def row_of(table: str, label: str) -> list[str]:

@@ -15,7 +15,6 @@ import json
 import os
 import re
 import signal
-from collections.abc import AsyncIterator
 from pathlib import Path
 from unittest.mock import ANY
 
@@ -40,44 +39,16 @@ from tests._bulkkit import (
     start_command,
     wait_until,
 )
+from tests._clikit import bulk_create, cli
 
 pytestmark = pytest.mark.e2e
 
-AST = "Assured Shorthold Tenancy Agreement"
 HEADER = "reference,contract_name,contract_rentFrequency,contract_breakClause\n"
 
 
-@pytest.fixture
-async def server() -> AsyncIterator[SandboxServer]:
-    """An emulator whose limits are far above what a test sends (as in test_bulk_cli.py)."""
-    async with SandboxServer(port=0, read_rate=1000, write_rate=1000) as running:
-        yield running
-
-
-async def cli(server: SandboxServer, *argv: str) -> int:
-    """Run one command in this event loop (the emulator keeps serving) and return its code."""
-    invocation = parse([*argv, "--base-url", server.url, "--api-key", server.api_key])
-    assert isinstance(invocation, Invocation), invocation
-    return await invocation.run()
-
-
 def create(server: SandboxServer, source: Path, *more: str) -> list[str]:
-    """``bulk create SOURCE`` into Acme Legal, keyed by ``reference``, its journal the default."""
-    return [
-        "bulk",
-        "create",
-        str(source),
-        "--team",
-        "Acme Legal",
-        "--contract-type",
-        AST,
-        "--created-by",
-        str(server.users[0].id),
-        "--key-column",
-        "reference",
-        "-q",
-        *more,
-    ]
+    """``bulk create SOURCE``, keyed by ``reference``, its journal the default."""
+    return bulk_create(server, source, "--key-column", "reference", *more)
 
 
 def rows_file(folder: Path, count: int, name: str = "rows.csv") -> Path:

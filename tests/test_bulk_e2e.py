@@ -71,6 +71,28 @@ async def _collect(outcomes: Any) -> list[RowOutcome]:
     return [outcome async for outcome in outcomes]
 
 
+def keyed_job(
+    client: ContractClient,
+    server: SandboxServer,
+    rows: list[dict[str, str]],
+    journal: Path,
+    *,
+    key_column: str | None = "ref",
+    **options: Any,
+) -> BulkJob:
+    team_id, template_id, user_id = team_and_template(server)
+    return BulkJob(
+        client,
+        rows,
+        team_id=team_id,
+        template_id=template_id,
+        created_by=user_id,
+        key_column=key_column,
+        journal=journal,
+        **options,
+    )
+
+
 async def test_faults_every_row_accounted_for(tmp_path: Path) -> None:
     """5xx, resets, lost answers and 429s: one state per row, no duplicate, counts agree."""
     faults = [FaultRule(CREATE, status_500=0.05, status_503=0.05, reset=0.05, lost=0.15)]
@@ -78,7 +100,7 @@ async def test_faults_every_row_accounted_for(tmp_path: Path) -> None:
     async with SandboxServer(
         port=0, write_rate=300, burst=4, read_rate=None, rate_headers=False, faults=faults
     ) as server:
-        team_id, template_id, user_id = team_and_template(server)
+        team_id = team_and_template(server)[0]
         rows = source_rows(ROWS, invalid_every=20)
         journal = tmp_path / "job.db"
         # The client believes in twice the service's write limit, and in a bucket of 10
@@ -90,18 +112,7 @@ async def test_faults_every_row_accounted_for(tmp_path: Path) -> None:
         async with ContractClient(
             api_key=server.api_key, base_url=server.url, rate_limits=limits, retries=quick
         ) as client:
-            job = BulkJob(
-                client,
-                rows,
-                team_id=team_id,
-                template_id=template_id,
-                created_by=user_id,
-                key_column="ref",
-                journal=journal,
-                concurrency=8,
-                rounds=4,
-                round_delay=0.0,
-            )
+            job = keyed_job(client, server, rows, journal, concurrency=8, rounds=4, round_delay=0)
             outcomes = await run_job(job)
         assert len(outcomes) == ROWS
         assert len({o.key for o in outcomes}) == ROWS
@@ -136,7 +147,7 @@ async def test_reconciliation_alone_prevents_duplicates(tmp_path: Path) -> None:
     """With no idempotent replay at all, lost answers are found by listing, never re-sent."""
     faults = [FaultRule(CREATE, lost=0.15, reset=0.05)]
     async with SandboxServer(port=0, write_rate=None, read_rate=None, faults=faults) as server:
-        team_id, template_id, user_id = team_and_template(server)
+        team_id = team_and_template(server)[0]
         journal = tmp_path / "job.db"
         async with ContractClient(
             api_key=server.api_key,
@@ -145,17 +156,8 @@ async def test_reconciliation_alone_prevents_duplicates(tmp_path: Path) -> None:
             rate_limits=None,
             retries=None,  # only the job retries here: the rounds are what is tested
         ) as client:
-            job = BulkJob(
-                client,
-                source_rows(ROWS),
-                team_id=team_id,
-                template_id=template_id,
-                created_by=user_id,
-                key_column="ref",
-                journal=journal,
-                concurrency=8,
-                rounds=4,
-                round_delay=0.0,
+            job = keyed_job(
+                client, server, source_rows(ROWS), journal, concurrency=8, rounds=4, round_delay=0
             )
             outcomes = await run_job(job)
         counters = server.counters()
@@ -164,26 +166,6 @@ async def test_reconciliation_alone_prevents_duplicates(tmp_path: Path) -> None:
         assert reconciled, "no lost answer was reconciled: the test proved nothing"
         await check_accounted(server, team_id, journal, ROWS)
         assert job.summary is not None and job.summary.reconciled == len(reconciled)
-
-
-def keyed_job(
-    client: ContractClient,
-    server: SandboxServer,
-    rows: list[dict[str, str]],
-    journal: Path,
-    **options: Any,
-) -> BulkJob:
-    team_id, template_id, user_id = team_and_template(server)
-    return BulkJob(
-        client,
-        rows,
-        team_id=team_id,
-        template_id=template_id,
-        created_by=user_id,
-        key_column="ref",
-        journal=journal,
-        **options,
-    )
 
 
 async def test_two_journals_of_one_job_never_share_a_key(tmp_path: Path) -> None:
@@ -300,21 +282,13 @@ async def test_a_row_fixed_after_a_failed_run_is_sent_with_its_new_values(
     then created the contract with the old values.
     """
     async with SandboxServer(port=0, write_rate=None, read_rate=None) as server:
-        team_id, template_id, user_id = team_and_template(server)
+        team_id = team_and_template(server)[0]
         rows = [{k: v for k, v in row.items() if k != "ref"} for row in source_rows(3)]
         journal = tmp_path / "job.db"
 
-        def job(client: ContractClient, rows: list[dict[str, str]], **options: Any) -> BulkJob:
-            return BulkJob(
-                client,
-                rows,
-                team_id=team_id,
-                template_id=template_id,
-                created_by=user_id,
-                journal=journal,  # no key column: each row's key is a hash of its content
-                rounds=0,
-                **options,
-            )
+        def job(client: ContractClient, rows: list[dict[str, str]]) -> BulkJob:
+            # No key column: each row's key is a hash of its content.
+            return keyed_job(client, server, rows, journal, key_column=None, rounds=0)
 
         async with emulator_client(server, retries=None) as client:
             server.set_faults([FaultRule(CREATE, status_503=1.0)])

@@ -198,6 +198,10 @@ def test_secrets_never_printed(
     assert "wrong-secret-key-42" not in out + err
 
 
+#: `parties add` with what it requires, for the cases below to add to.
+ADD_PARTY = ["parties", "add", "1", "--user", "2", "--role", "party", "--side", "first"]
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -206,23 +210,7 @@ def test_secrets_never_printed(
             ["contracts", "update", "1", "--value", "a=b", "--require-all", "--api-key", "k"],
             "--require-all needs --template",
         ),
-        (
-            [
-                "parties",
-                "add",
-                "1",
-                "--user",
-                "2",
-                "--role",
-                "party",
-                "--side",
-                "first",
-                "--require-all",
-                "--api-key",
-                "k",
-            ],
-            "--require-all needs --template",
-        ),
+        ([*ADD_PARTY, "--require-all", "--api-key", "k"], "--require-all needs --template"),
         (
             ["bulk", "create", "rows.csv", "--team", "1", "--created-by", "2", "--api-key", "k"],
             "give --contract-type (an id or a name) or --template",
@@ -256,15 +244,7 @@ def test_secrets_never_printed(
         ),
         (
             [
-                "parties",
-                "add",
-                "1",
-                "--user",
-                "2",
-                "--role",
-                "party",
-                "--side",
-                "first",
+                *ADD_PARTY,
                 "--value",
                 "1" * 30 + "=x",  # digits name a field id; these are more than an int64
                 "--api-key",

@@ -5,40 +5,21 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from contractsdk import ContractClient
 from contractsdk.cli import INSTALL_HINT, main
-from contractsdk.cli._app import Invocation, parse
 from contractsdk.cli._demo import _person_values
 from contractsdk.models import Role, Side
 from contractsdk.sandbox import SandboxServer
 from contractsdk.testing import signature_png
+from tests._clikit import cli
 from tests._sandboxprocess import child_env
 
 USER = 7917
 TENANCY_TEMPLATE = 198
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[SandboxServer]:
-    """An emulator whose limits are far above what a test sends.
-
-    Its rate headers let the client pace at them at once; an emulator without limits sends
-    none, and the client would start slowly (20 requests/s) to learn them.
-    """
-    async with SandboxServer(port=0, read_rate=1000, write_rate=1000) as running:
-        yield running
-
-
-async def cli(server: SandboxServer, *argv: str) -> int:
-    """Run one command in this event loop (the emulator keeps serving)."""
-    invocation = parse([*argv, "--base-url", server.url, "--api-key", server.api_key])
-    assert isinstance(invocation, Invocation), invocation
-    return await invocation.run()
 
 
 def test_bare_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
