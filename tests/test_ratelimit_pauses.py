@@ -308,3 +308,35 @@ async def test_a_long_lived_client_is_usable_after_any_answer() -> None:
     await clock.advance(61)
     times = await grant_times(clock, limiter, 5)
     assert times[-1] - times[0] < 1.0
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "most"),
+    [
+        (200, {"RateLimit-Policy": '"d";q=1;w=10', "RateLimit": '"d";r=0;t=10'}, 10.5),
+        (200, {"RateLimit-Policy": '"d";q=1;w=2', "RateLimit": '"d";r=0;t=2'}, 2.5),
+        (429, {"Retry-After": "1", "RateLimit-Policy": '"d";q=1;w=5'}, 5.5),
+        (
+            200,
+            {"X-RateLimit-Limit": "1", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1"},
+            1.5,
+        ),
+    ],
+    ids=["1 per 10 s, none left", "1 per 2 s, none left", "429 and 1 per 5 s", "legacy, 1 left 0"],
+)
+async def test_a_slow_limit_named_by_one_answer_holds_the_next_request_for_its_window(
+    status: int, headers: dict[str, str], most: float
+) -> None:
+    """The next request waits the window the answer names, not minutes or hours.
+
+    A pause or an emptied bucket wrote ``tat`` in the new schedule's terms while the bucket
+    stayed on the old one; the next reservation then rescaled that by the ratio of the
+    intervals: 1 per 10 s after a learnt 20/s held the next request 2,061 s.
+    """
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits(), max_pause=60)
+    grant = await clock.run(limiter.acquire("GET"))  # on the slow start's 20/s
+    await answer(limiter, "GET", status, headers, grant)
+    start = clock()
+    await clock.run(limiter.acquire("GET"))
+    assert clock() - start <= most

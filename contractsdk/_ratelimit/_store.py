@@ -391,6 +391,19 @@ class _Bucket:
         return wait
 
 
+def _adopt(state: _Bucket, schedule: Schedule, now: float) -> None:
+    """Carry the bucket over to ``schedule`` before ``tat`` is written in its terms.
+
+    A pause or a token cap sets ``tat`` with the new schedule's tolerance and interval. Left
+    on the old one, the next reservation rebased that ``tat`` as a debt of old intervals:
+    a limit of 1 per 10 s named by the headers of one answer, after a learnt 20/s, held the
+    next request for 34 minutes (scaled by 200, and shifted by the old tolerance).
+    """
+    if schedule is not state.schedule:
+        _rebase(state, schedule, schedule.interval, now)
+        state.schedule = schedule
+
+
 def _rebase(state: _Bucket, schedule: Schedule, interval: float, now: float) -> None:
     """Carry the schedule over to a new rate or tolerance without moving what is owed.
 
@@ -501,6 +514,8 @@ class LocalStore:
             state.version += 1
         rate = schedule.rate
         if pause > 0 and now + pause > state.paused_until:
+            if rate is not None:
+                _adopt(state, schedule, now)
             state.paused_until = now + pause
             if rate is not None:
                 state.tat = max(state.tat, now + pause + schedule.tau)
@@ -513,6 +528,7 @@ class LocalStore:
         rate = schedule.rate
         if rate is not None:
             state = self._buckets[bucket]
+            _adopt(state, schedule, now)
             capped = now + schedule.tau - (tokens - 1) / rate
             if capped > state.tat:
                 state.tat = capped
