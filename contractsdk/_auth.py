@@ -32,6 +32,12 @@ Invariants of :class:`TokenAuth` (the token cache):
   derived from the client secret) until shortly before it expires; the others wait for it
   and read it. Redis away, or a lock holder that never delivers, and each process fetches
   its own, as without Redis.
+* An access token is one that can be sent in a header (RFC 6750 §2.1: visible ASCII), or
+  the answer is refused: a token with a line break or a NUL was cached, and every call
+  failed with aiohttp's ValueError for as long as it lived.
+* Closed (``aclose``), a call that waited for the token gets the closed client's
+  ConfigurationError, not a CancelledError its own task was never asked for; no new token
+  request starts.
 """
 
 from __future__ import annotations
@@ -44,17 +50,26 @@ import json
 import logging
 import math
 import random
-import reprlib
+import re
 import secrets
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
 from ._credentials import ApiKey, ClientCredentials
-from ._exceptions import ContractSDKError, TokenRequestError
+from ._exceptions import (
+    CLIENT_CLOSED,
+    ERROR_SCAN,
+    ConfigurationError,
+    ContractSDKError,
+    TokenRequestError,
+    error_text,
+)
 from ._http import Headers, Request, Response
+from ._redact import Secrets, scrub_cut
 from ._redis import RedisUnavailableError, SharedRedis, open_seal, seal
 
 if TYPE_CHECKING:
@@ -142,6 +157,10 @@ MAX_TOKEN_LIFETIME = 86_400.0
 SECRET_FIELDS = frozenset({"access_token", "refresh_token", "id_token", "client_secret"})
 #: Seconds between looks at the shared token while another process fetches it.
 TOKEN_POLL = 0.05
+#: What an access token may hold to be sent in a header: visible ASCII (RFC 6750 §2.1's
+#: b64token is a part of it). aiohttp refuses control characters with a ValueError, and
+#: sends other text as UTF-8, which a server reads as it likes.
+_SENDABLE = re.compile(r"[\x21-\x7e]+")
 _DELETE_IF_SAME = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
@@ -149,21 +168,35 @@ return 0
 
 
 def _reason(response: Response) -> str:
-    """Say why a token response is unusable, from RFC 6749 §5.2 fields when present."""
+    """Say why a token response is unusable, from RFC 6749 §5.2 fields when present.
+
+    Each field is scrubbed whole, then shortened: a secret cut short is not found. A body
+    longer than ``ERROR_SCAN`` is not read.
+    """
     try:
-        body = response.json()
+        body = None if len(response.content) > ERROR_SCAN else response.json()
     except ValueError:
         body = None
     if isinstance(body, dict):
         # Only a scalar is a reason: str() of a hostile array may be huge, or recurse.
         parts = [
-            str(body[k])[:200]
+            scrub_cut(str(body[k]), 200)
             for k in ("error", "error_description", "message")
             if body.get(k) and isinstance(body[k], str | int | float)
         ]
         if parts:
-            return ": ".join(parts)[:300]
+            return scrub_cut(": ".join(parts), 300)
     return "the body is not a JSON error" if response.content else "the body is empty"
+
+
+def _cancellations(task: asyncio.Task[Any] | None) -> int:
+    """The cancellations asked of ``task`` and not taken back (0 where none are counted).
+
+    Python 3.11+ counts them (a task class may before 3.11 too): a CancelledError while
+    the count is unchanged was not asked of the task itself.
+    """
+    counted = getattr(task, "cancelling", None)
+    return 0 if counted is None else int(counted())
 
 
 def _lifetime(expires_in: object) -> float:
@@ -275,7 +308,10 @@ class TokenAuth:
         self._sleep = sleep
         self._client_id = credential.client_id
         self._secret = credential.client_secret
+        # Held for as long as this is: whatever an answer echoes, the secret is scrubbed.
+        self._secrets = Secrets(credential.client_secret)
         self._token_url = (credential.auth_url or environment.auth_url).rstrip("/") + "/oauth/token"
+        self._token_path = urllib.parse.urlsplit(self._token_url).path  # errors show the path
         self._audience = credential.audience or environment.audience
         self._send = send
         self._clock = clock
@@ -284,6 +320,7 @@ class TokenAuth:
         self._refresh: asyncio.Task[_Token] | None = None
         self._failure: _Failure | None = None  # the last request's, while backing off
         self._failures = 0  # failed requests in a row
+        self._closed = False
         self.requests = 0  # token requests made, for tests and diagnostics
 
     def __repr__(self) -> str:
@@ -303,6 +340,8 @@ class TokenAuth:
         if cached is not None and now < cached.refresh_at:
             return cached.value
         if self._refresh is None:
+            if self._closed:
+                raise ConfigurationError(CLIENT_CLOSED)
             failure = self._failure
             if failure is not None and now < failure.retry_at:
                 # Backing off after a failed request: no new one yet, whoever asks.
@@ -314,9 +353,18 @@ class TokenAuth:
         elif cached is not None and now < cached.expires_at:
             # Advisory window: someone is refreshing; the current token is still good.
             return cached.value
+        refresh = self._refresh
+        task = asyncio.current_task()
+        cancellations = _cancellations(task)
         try:
             # shield: a cancelled caller must not cancel the refresh the others wait on.
-            token = await asyncio.shield(self._refresh)
+            token = await asyncio.shield(refresh)
+        except asyncio.CancelledError:
+            if refresh.cancelled() and _cancellations(task) <= cancellations:
+                # aclose() cancelled the refresh, not this caller's task: the caller did
+                # not ask to be cancelled, and is told the client is closed instead.
+                raise ConfigurationError(CLIENT_CLOSED) from None
+            raise
         except ContractSDKError as exc:
             if cached is not None and self._clock() < cached.expires_at:
                 # botocore's advisory window: a failed early refresh is not fatal.
@@ -372,7 +420,8 @@ class TokenAuth:
         return True
 
     async def aclose(self) -> None:
-        """Cancel a token request in flight."""
+        """Cancel a token request in flight; its waiters get the closed client's error."""
+        self._closed = True
         task, self._refresh = self._refresh, None
         if task is not None and not task.done():
             task.cancel()
@@ -453,7 +502,9 @@ class TokenAuth:
             value, expires = data["access_token"], float(data["expires"])
         except (ValueError, KeyError, TypeError):
             return None
-        if not isinstance(value, str) or not value or not math.isfinite(expires):
+        if not isinstance(value, str) or not _SENDABLE.fullmatch(value):
+            return None
+        if not math.isfinite(expires):
             return None
         left = expires - self._wall_clock()
         if left <= 0:
@@ -504,9 +555,18 @@ class TokenAuth:
         value = answer.get("access_token") if isinstance(answer, dict) else None
         if not isinstance(value, str) or not value:
             raise self._error("the token endpoint's answer has no access_token", response)
+        if not _SENDABLE.fullmatch(value):
+            # Refused, not cached: its value is not shown (the body shows it redacted).
+            raise self._error(
+                "the token endpoint's access_token cannot be sent in a header "
+                "(it holds characters other than visible ASCII)",
+                response,
+            )
         token_type = answer.get("token_type", "Bearer")
-        if not isinstance(token_type, str) or token_type.lower() != "bearer":
-            raise self._error(f"unsupported token_type {reprlib.repr(token_type)}", response)
+        if not isinstance(token_type, str):
+            raise self._error(f"unsupported token_type (a {type(token_type).__name__})", response)
+        if token_type.lower() != "bearer":
+            raise self._error(f"unsupported token_type {scrub_cut(token_type, 40)!r}", response)
         try:
             lifetime = _lifetime(answer.get("expires_in", DEFAULT_TOKEN_LIFETIME))
         except ValueError as exc:
@@ -516,13 +576,19 @@ class TokenAuth:
         return self._token(value, lifetime, started)
 
     def _error(self, message: str, response: Response) -> TokenRequestError:
-        # The body could echo the request; never let the secret through.
+        # The body could echo the request; never let the secret through. Scrubbed whole,
+        # then cut (the secret is registered: self._secrets).
         safe = message.replace(self._secret, "[redacted]")
+        shown, cut = error_text(response)
+        if cut:  # too long to parse for its secret fields: shown only if it names none
+            shown = "" if any(name in shown for name in SECRET_FIELDS) else shown
+        else:
+            shown = redacted_token_response(response).text
         return TokenRequestError(
             safe,
             status_code=response.status_code,
             method="POST",
-            url=self._token_url,
-            body=redacted_token_response(response).text[:2000].replace(self._secret, "[redacted]"),
+            url=self._token_path,
+            body=scrub_cut(shown.replace(self._secret, "[redacted]"), 2000),
             headers=Headers(response.headers).redacted(),
         )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import re
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
@@ -18,13 +17,22 @@ from typing import TYPE_CHECKING, TypeVar
 from contractsdk._auth import Auth, StaticAuth, TokenAuth
 from contractsdk._config import (
     Environment,
+    check_api_key,
+    check_api_version,
     check_base_url,
+    check_connect_timeout,
+    check_header,
+    check_idempotency_key,
+    check_limiter_timeout,
+    check_max_connections,
+    check_timeout,
+    check_user_agent,
     environment_from_env,
     pick_credential,
     pick_environment,
 )
 from contractsdk._credentials import ApiKey, ClientCredentials
-from contractsdk._exceptions import ConfigurationError
+from contractsdk._exceptions import CLIENT_CLOSED, ConfigurationError
 from contractsdk._http import NOT_GIVEN, Headers, NotGiven
 from contractsdk._ids import parse_id
 from contractsdk._logging import ClientStats, EventHook, Instrumentation
@@ -63,9 +71,21 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-_VERSION = re.compile(r"v\d+")
 _USER_AGENT = "contractsdk/0.1.0"
 PERSONAL_TEAM = "Personal Team"  # service-api.md §4: every user owns one, by this name
+
+
+def _closed() -> ConfigurationError:
+    """What a closed client raises, to a new call or one still waiting for a shared fetch."""
+    return ConfigurationError(CLIENT_CLOSED)
+
+
+def _check_option(value: object, kind: type, name: str) -> None:
+    """Refuse an option that is neither None nor a ``kind`` (it would fail untyped later)."""
+    if value is not None and not isinstance(value, kind):
+        raise ConfigurationError(
+            f"{name} must be a {kind.__name__} or None, got {type(value).__name__}"
+        )
 
 
 class ContractClient(Sender):
@@ -92,7 +112,7 @@ class ContractClient(Sender):
         timeout: Seconds each attempt may take, from asking for a connection to the last
             byte of the answer (None: no limit).
         connect_timeout: Seconds to wait for a connection.
-        max_connections: The connection pool's size.
+        max_connections: The connection pool's size (at least 1).
         trust_env: Take proxies from ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY`` (and
             credentials for them from ``~/.netrc``), as aiohttp's ``trust_env`` does. Off
             unless asked: a proxy sees every request.
@@ -103,7 +123,8 @@ class ContractClient(Sender):
         retries: How failed attempts are retried (:class:`Retries`); ``None`` turns
             retries off.
         limiter_timeout: Fail fast with :class:`RateLimiterTimeoutError` instead of
-            waiting longer than this in the rate limiter (None: wait as needed).
+            waiting longer than this in the rate limiter (None: wait as needed; 0: only
+            when a slot is free at once).
         event_hooks: ``{"request" | "response" | "retry" | "throttle": [callables]}``; a
             hook may be sync or async.
         transport: Send requests through this instead of aiohttp (e.g.
@@ -148,6 +169,8 @@ class ContractClient(Sender):
     ) -> None:
         env = environment_from_env()
         credential = pick_credential(credentials, api_key, env)
+        if isinstance(credential, ApiKey):
+            check_api_key(credential.key)
         # What this client holds, never shown: errors, hooks and the CLI scrub it.
         self._secrets = Secrets(
             credential.key if isinstance(credential, ApiKey) else credential.client_secret
@@ -165,25 +188,41 @@ class ContractClient(Sender):
                 f"the credential belongs to the {bound} environment but the client is "
                 f"configured for {self.environment.name}; each environment has its own keys"
             )
-        if not _VERSION.fullmatch(api_version):
-            raise ConfigurationError(f"api_version must look like 'v1', got {api_version!r}")
+        check_api_version(api_version)
+        # A str is a Collection too, and "v1" in "v10" is true.
+        if isinstance(approved_versions, str) or not isinstance(approved_versions, Collection):
+            raise ConfigurationError(
+                f"approved_versions must be a collection of versions such as {{'v1'}}, "
+                f"got {approved_versions!r}"
+            )
         if self.environment.requires_approved_version and api_version not in approved_versions:
             raise ConfigurationError(
                 f"API version {api_version!r} is not approved for {self.environment.name} "
                 f"(approved: {', '.join(sorted(approved_versions))})"
             )
-        if timeout is not None and timeout <= 0:
-            raise ConfigurationError("timeout must be positive (or None for no limit)")
+        # Checked here, once: aiohttp would refuse them untyped at each call, or read a
+        # NaN or 0 as no limit at all.
+        self._timeout = check_timeout(timeout)
+        self._limiter_timeout = check_limiter_timeout(limiter_timeout)
+        connect_timeout = check_connect_timeout(connect_timeout)
+        max_connections = check_max_connections(max_connections)
+        self._user_agent = check_user_agent(user_agent) or _USER_AGENT
         self.api_version = api_version
         self._base = f"{self.environment.base_url}/{api_version}"
         self._prefix = urllib.parse.urlsplit(self._base).path  # errors name the path: /v1/…
-        self._timeout = timeout
-        self._user_agent = user_agent or _USER_AGENT
         # By Accept and whether a JSON body goes: what every such request sends.
         self._common_headers: dict[tuple[str, bool], Headers] = {}
         self._clock = clock
         self._wall_clock = wall_clock
         self._sleep = sleep
+        if transport is not None and not (
+            callable(getattr(transport, "handle_async_request", None))
+            and callable(getattr(transport, "aclose", None))
+        ):
+            raise ConfigurationError(
+                "transport must have async handle_async_request(request) and aclose() "
+                f"(an AsyncTransport), got {type(transport).__name__}"
+            )
         self._transport: AsyncTransport = transport or AiohttpTransport(
             connect_timeout=connect_timeout, max_connections=max_connections, trust_env=trust_env
         )
@@ -195,6 +234,8 @@ class ContractClient(Sender):
             )
         if isinstance(retries, NotGiven):
             retries = Retries()
+        _check_option(rate_limits, RateLimits, "rate_limits")
+        _check_option(retries, Retries, "retries")
         if isinstance(redis, NotGiven):
             redis = env.get("redis")
         self._shared = (
@@ -221,7 +262,6 @@ class ContractClient(Sender):
                 sleep=sleep,
             )
         )
-        self._limiter_timeout = limiter_timeout
         # One budget per client, shared by the clients with_options() derives from it.
         self._budget = (
             None if retries is None or retries.budget is None else RetryBudget(retries.budget)
@@ -314,18 +354,24 @@ class ContractClient(Sender):
         """
         root = self._root
         if root._closed:
-            raise ConfigurationError("this client is closed; make a new one")
+            raise _closed()
         derived = copy.copy(self)
         if not isinstance(timeout, NotGiven):
-            if timeout is not None and not timeout > 0:
-                raise ConfigurationError("timeout must be positive (or None for no limit)")
-            derived._timeout = timeout
+            derived._timeout = check_timeout(timeout)
         if not isinstance(retries, NotGiven):
+            _check_option(retries, Retries, "retries")
             derived._retrier = self._make_retrier(retries)
         if not isinstance(limiter_timeout, NotGiven):
-            derived._limiter_timeout = limiter_timeout
+            derived._limiter_timeout = check_limiter_timeout(limiter_timeout)
+        if headers is not None and not isinstance(headers, Mapping):
+            raise ConfigurationError(
+                f"headers must be a mapping {{name: value}}, not {type(headers).__name__}"
+            )
         if headers:
-            derived._extra_headers = {**self._extra_headers, **_checked_headers(headers)}
+            extra = _checked_headers(headers)
+            for name, value in extra.items():
+                check_header(name, value)
+            derived._extra_headers = {**self._extra_headers, **extra}
             derived._common_headers = {}
         derived._closed = False  # its own flag; the root's closes both (see _send_json)
         identity_sets = self.identity_fields._sets
@@ -337,7 +383,7 @@ class ContractClient(Sender):
 
     async def __aenter__(self) -> ContractClient:
         if self._closed:
-            raise ConfigurationError("this client is closed; make a new one")
+            raise _closed()
         return self
 
     async def __aexit__(
@@ -359,8 +405,9 @@ class ContractClient(Sender):
         self._closed = True
         if self._root is not self:
             return
-        self._term_sets.cancel()
-        self.identity_fields._cancel()
+        # A create waiting for these gets the error any call to a closed client gets.
+        self._term_sets.cancel(error=_closed)
+        self.identity_fields._sets.cancel(error=_closed)
         await self._auth.aclose()
         if self._limiter is not None:
             await self._limiter.aclose()
@@ -382,6 +429,8 @@ class ContractClient(Sender):
         """
         if self._limiter is None:
             raise ConfigurationError("this client's rate limiter is off (rate_limits=None)")
+        if not isinstance(limits, RateLimits):
+            raise ConfigurationError(f"limits must be a RateLimits, got {type(limits).__name__}")
         self._limiter.set_limits(limits)
 
     @property
@@ -448,12 +497,16 @@ class ContractClient(Sender):
             template_id: The template version; the newest if not given.
             require_all: Also refuse values that leave an applicable term unanswered.
             source_contract: Make it a copy of this contract.
-            idempotency_key: Your own key, to make repeating the call safe.
+            idempotency_key: Your own key, to make repeating the call safe (1 to 255
+                visible ASCII characters).
 
         Raises:
             TermValidationError: The values break the template's terms (nothing was sent).
-            ConfigurationError: The team or template version to use came without an id.
+            ConfigurationError: A bad ``idempotency_key`` (nothing was sent), or the team or
+                template version to use came without an id.
         """
+        if idempotency_key is not None:  # before the team and template are looked up
+            check_idempotency_key(idempotency_key)
         if team_id is None:
             team_id = (await self.personal_team(user_id)).id
             if team_id is None:  # every field of an answer is optional (endpoints.md §3 M6)
@@ -514,7 +567,8 @@ class ContractClient(Sender):
             template_id: The template version; the newest if not given.
             require_all: Also refuse values that leave an applicable term unanswered.
             require_all_identity: Also require a value for every applicable identity field.
-            idempotency_key: Your own key, to make repeating the call safe.
+            idempotency_key: Your own key, to make repeating the call safe (1 to 255
+                visible ASCII characters, ``-party-<index>`` included).
 
         Returns:
             The contract and its collaborators, one per party in the order given.
@@ -524,9 +578,16 @@ class ContractClient(Sender):
             IdentityValidationError: Parties' values break their identity fields; every
                 problem of every party is listed, each naming its party (nothing was
                 created).
-            ConfigurationError: A party's id, roles or side is wrong (nothing was created).
+            ConfigurationError: A party's id, roles or side, or ``idempotency_key``, is wrong
+                (nothing was created).
             PartiesIncompleteError: The contract was created but a party could not be added.
         """
+        if idempotency_key is not None:
+            # Each party's request carries the key with "-party-<index>" (Collaborators._add_all),
+            # which must fit too.
+            parties = tuple(parties)
+            suffix = f"-party-{len(parties) - 1}" if parties else ""
+            check_idempotency_key(idempotency_key, suffix=suffix)
         if team_id is None:
             team_id = (await self.personal_team(user_id)).id
             if team_id is None:

@@ -8,7 +8,9 @@ for production, or the reverse, at construction time rather than with a 401 late
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
+import re
 import urllib.parse
 from collections.abc import Mapping
 from typing import ClassVar, Final
@@ -19,7 +21,21 @@ from ._credentials import ApiKey, ClientCredentials
 from ._exceptions import ConfigurationError
 from ._ratelimit._limits import DOCUMENTED_LIMITS
 
-__all__ = ["Environment", "check_base_url", "environment_from_env", "ENV_VARS"]
+__all__ = [
+    "ENV_VARS",
+    "Environment",
+    "check_api_key",
+    "check_api_version",
+    "check_base_url",
+    "check_connect_timeout",
+    "check_header",
+    "check_idempotency_key",
+    "check_limiter_timeout",
+    "check_max_connections",
+    "check_timeout",
+    "check_user_agent",
+    "environment_from_env",
+]
 
 #: The environment variables the client reads when it is not given the setting.
 ENV_VARS: Final = {
@@ -128,6 +144,8 @@ def check_base_url(url: str, *, what: str = "base_url") -> str:
     Raises:
         ConfigurationError: Not an absolute http(s) URL, or http to a non-loopback host.
     """
+    if not isinstance(url, str):
+        raise ConfigurationError(f"{what} must be a str, got {type(url).__name__}")
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in {"http", "https"} or not parts.hostname:
         raise ConfigurationError(f"{what} must be an absolute http(s) URL, got {url!r}")
@@ -141,6 +159,166 @@ def check_base_url(url: str, *, what: str = "base_url") -> str:
             "(plain http is allowed only for loopback hosts such as 127.0.0.1)"
         )
     return url.rstrip("/")
+
+
+def _seconds(value: object, what: str, *, zero: bool) -> float | None:
+    """Return a number of seconds as given, or refuse it: finite and > 0 (>= 0 with ``zero``)."""
+    if value is None:
+        return None
+    # bool is an int, but True seconds means nothing; NaN compares false to everything, so
+    # "value <= 0" let it through as no limit at all.
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not (value >= 0 if zero else value > 0)
+    ):
+        bound = ">= 0" if zero else "> 0"
+        raise ConfigurationError(
+            f"{what} must be a finite number of seconds {bound} (or None for no limit), "
+            f"got {value!r}"
+        )
+    return value
+
+
+def check_timeout(value: object) -> float | None:
+    """Return ``timeout`` (seconds an attempt may take), or refuse it.
+
+    Raises:
+        ConfigurationError: Not None nor a finite number > 0.
+    """
+    return _seconds(value, "timeout", zero=False)
+
+
+def check_connect_timeout(value: object) -> float | None:
+    """Return ``connect_timeout`` (seconds to wait for a connection), or refuse it.
+
+    Raises:
+        ConfigurationError: Not None nor a finite number > 0.
+    """
+    return _seconds(value, "connect_timeout", zero=False)
+
+
+def check_limiter_timeout(value: object) -> float | None:
+    """Return ``limiter_timeout``, or refuse it; 0 is meaningful: only a slot free at once.
+
+    Raises:
+        ConfigurationError: Not None nor a finite number >= 0.
+    """
+    return _seconds(value, "limiter_timeout", zero=True)
+
+
+def check_max_connections(value: object) -> int:
+    """Return ``max_connections``, or refuse it (aiohttp reads 0 as no limit at all).
+
+    Raises:
+        ConfigurationError: Not an int >= 1.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigurationError(f"max_connections must be an int >= 1, got {value!r}")
+    return value
+
+
+#: A header name (RFC 9110 §5.1: a token).
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+#: What a header value cannot hold (RFC 9110 §5.5): control characters but tab, and DEL;
+#: CR and LF would start another header. The characters aiohttp refuses, untyped, on send.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def check_header(name: object, value: object) -> None:
+    """Refuse a request header that cannot be sent as given.
+
+    Raises:
+        ConfigurationError: The name is not an RFC 9110 token, or the value is not a str
+            or holds a control character (CR and LF included).
+    """
+    if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+        raise ConfigurationError(f"header name {name!r} cannot be sent: not an RFC 9110 token")
+    if not isinstance(value, str) or _CONTROL.search(value):
+        raise ConfigurationError(
+            f"header {name} cannot be sent: its value must be a str without control characters"
+        )
+
+
+def check_user_agent(value: object) -> str | None:
+    """Return ``user_agent`` (None: the SDK's own), or refuse it.
+
+    Raises:
+        ConfigurationError: Empty, not a str, or holding a control character.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or _CONTROL.search(value):
+        raise ConfigurationError(
+            f"user_agent must be a non-empty str without control characters (or None for "
+            f"the SDK's own), got {value!r}"
+        )
+    return value
+
+
+_VERSION = re.compile(r"v[0-9]+")
+
+
+def check_api_version(value: object) -> None:
+    """Refuse an ``api_version`` that is not a version path segment such as ``"v1"``.
+
+    Raises:
+        ConfigurationError: Not a str of ``v`` and digits.
+    """
+    if not isinstance(value, str) or not _VERSION.fullmatch(value):
+        raise ConfigurationError(f"api_version must look like 'v1', got {value!r}")
+
+
+def check_api_key(key: str) -> None:
+    """Refuse an API key that cannot go in an ``Authorization`` header.
+
+    Raises:
+        ConfigurationError: The key holds a control character. The message never shows it.
+    """
+    if _CONTROL.search(key):
+        raise ConfigurationError(
+            "the API key holds a control character (such as NUL or a line break) and cannot "
+            "be sent; check how it was read"
+        )
+
+
+#: The longest Idempotency-Key the service's emulator takes (docs/sandbox.md).
+MAX_IDEMPOTENCY_KEY: Final = 255
+_IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]+")  # visible ASCII: no space, no control
+
+
+def check_idempotency_key(key: object, *, suffix: str = "") -> None:
+    """Refuse an ``idempotency_key`` that cannot be sent as given.
+
+    A key must be 1 to 255 visible ASCII characters. An empty key is refused rather than
+    replaced by a random one, which would not protect a call repeated after a restart.
+
+    Args:
+        key: The caller's key (None is not checked: one is generated).
+        suffix: What the SDK adds to the key for requests it derives from it (the parties'
+            ``-party-<index>``); the key with it must fit too.
+
+    Raises:
+        ConfigurationError: Not a str, empty, too long or holding other characters.
+    """
+    if key is None:
+        return
+    if not isinstance(key, str):
+        raise ConfigurationError(f"idempotency_key must be a str, got {type(key).__name__}")
+    if not _IDEMPOTENCY_KEY.fullmatch(key):
+        raise ConfigurationError(
+            "idempotency_key must be visible ASCII characters (letters, digits, punctuation; "
+            f"no spaces, control or non-ASCII characters), got {key[:80]!r}"
+            if key
+            else "idempotency_key is empty; give a key, or None for a new one per call"
+        )
+    if len(key) + len(suffix) > MAX_IDEMPOTENCY_KEY:
+        with_suffix = f" with {suffix!r} added for the requests made from it" if suffix else ""
+        raise ConfigurationError(
+            f"idempotency_key{with_suffix} must be at most {MAX_IDEMPOTENCY_KEY} characters, "
+            f"got {len(key) + len(suffix)}"
+        )
 
 
 def environment_from_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -157,6 +335,10 @@ def pick_credential(
     """The credential a client is made with: the one given, else the environment's."""
     if credentials is not None and api_key is not None:
         raise ConfigurationError("give either api_key= or credentials=, not both")
+    if api_key is not None and not isinstance(api_key, str | ApiKey):
+        raise ConfigurationError(
+            f"api_key must be a str or an ApiKey, got {type(api_key).__name__}"
+        )
     if isinstance(api_key, str):
         return ApiKey(api_key)
     if api_key is not None:
@@ -179,6 +361,11 @@ def pick_environment(
     environment: str | Environment | None, base_url: str | None, env: Mapping[str, str]
 ) -> Environment:
     """The environment a client talks to: the one given (or named), at ``base_url`` if set."""
+    if environment is not None and not isinstance(environment, str | Environment):
+        raise ConfigurationError(
+            "environment must be 'sandbox', 'production' or an Environment, "
+            f"got {type(environment).__name__}"
+        )
     if environment is None and "environment" in env:
         environment = env["environment"]
     if base_url is None and "base_url" in env:

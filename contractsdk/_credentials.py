@@ -28,6 +28,8 @@ def _require_text(what: str, value: object) -> None:
         raise ConfigurationError(f"{what} is empty")
     if "\r" in value or "\n" in value:
         raise ConfigurationError(f"{what} contains a line break")
+    if any(ord(char) < 32 or ord(char) == 127 for char in value):  # NUL, ESC …: unsendable
+        raise ConfigurationError(f"{what} holds a control character")
 
 
 def _check_environment_name(value: str | None) -> None:

@@ -43,7 +43,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._headers import parse_retry_after, request_id
-from ._redact import scrub
+from ._redact import scrub, scrub_cut
 
 if TYPE_CHECKING:
     from ._http import Response
@@ -73,6 +73,10 @@ __all__ = [
     "RateLimiterTimeoutError",
     "IdentityValidationError",
 ]
+
+
+#: What a closed client (and anything it was still doing) raises.
+CLIENT_CLOSED = "this client is closed; make a new one"
 
 
 def _rebuild(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
@@ -175,7 +179,8 @@ class APIError(ContractSDKError):
         error: The ``error`` of that body (e.g. ``"Not Found"``), if any.
         body: The start of the response body as text (at most 2,000 characters).
         headers: The response headers.
-        request_id: The response's request id header, if the service sent one.
+        request_id: The response's request id header, if the service sent one (printable:
+            header bytes that are not UTF-8 are shown as backslash escapes).
     """
 
     def __init__(
@@ -199,7 +204,7 @@ class APIError(ContractSDKError):
         self.error = None if error is None else scrub(error)
         self.body = scrub(body)
         self.headers: dict[str, str] = dict(headers or {})
-        self.request_id = request_id
+        self.request_id = None if request_id is None else _shown_id(request_id)
 
     def __str__(self) -> str:
         text = super().__str__()
@@ -209,6 +214,23 @@ class APIError(ContractSDKError):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(status_code={self.status_code!r}, message={self.message!r})"
+
+
+#: The most characters of a request id kept (ids are tens of characters; a header, 8 KB).
+MAX_ID = 200
+
+
+def _shown_id(value: str) -> str:
+    """A request id header as an error shows it: printable, scrubbed and short.
+
+    Header bytes that are not UTF-8 arrive as lone surrogates, which no terminal can print
+    (``print(error.request_id)`` raised UnicodeEncodeError): they become backslash
+    escapes, and control characters ``?``.
+    """
+    text = value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if not text.isprintable():
+        text = "".join(char if char.isprintable() else "?" for char in text)
+    return scrub_cut(text, MAX_ID)
 
 
 class BadRequestError(APIError):
@@ -351,22 +373,52 @@ _STATUS_ERRORS: dict[int, type[APIError]] = {
     429: RateLimitError,
 }
 
-_TAG = re.compile(r"<[^>]+>")
-_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+#: The most bytes of an error body read for its message and ``body``. An error answer of
+#: up to max_response_bytes (128 MiB) is kept, but what is shown of it is in its first
+#: lines: parsing all of a 20 MB one took 560 MB.
+ERROR_SCAN = 64 * 1024
+#: Tags, and an HTML page's title. Neither pattern can scan past a "<" from each "<" it
+#: tries, so that a page of "<" or "<title>" costs linear time, not quadratic.
+_TAG = re.compile(r"<[^<>]*>")
+_TITLE_OPEN = re.compile(r"<title[^<>]*>", re.IGNORECASE)
+_TITLE_CLOSE = re.compile(r"</title\s*>", re.IGNORECASE)
+#: A text's first line, as ``str.splitlines()[0]`` (without splitting all the others).
+_FIRST_LINE = re.compile(r"[^\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]*")
 
 
-def _service_message(response: Response) -> tuple[str | None, str | None]:
+def error_text(response: Response) -> tuple[str, bool]:
+    """Return the start of an error answer's body as text, and whether it is cut short.
+
+    At most :data:`ERROR_SCAN` bytes are decoded; a longer body's text is cut there, so it
+    is scrubbed already, without the start of a secret at its end: what is made of it
+    (a line, a title) may end where it ends.
+    """
+    content = response.content
+    if len(content) <= ERROR_SCAN:
+        return response.text, False
+    text = content[:ERROR_SCAN].decode("utf-8", errors="replace")
+    return scrub_cut(text, len(text), cut=True), True
+
+
+def _service_message(response: Response, text: str, cut: bool) -> tuple[str | None, str | None]:
     """Return the (message, error) of an error body, whatever its shape.
 
     The service's error bodies are not documented (service-api.md §9); Spring's default
     ``{timestamp, status, error, message, path}`` is the likely shape, OAuth servers use
     ``{error, error_description}``, and proxies answer with HTML or plain text.
+
+    Args:
+        response: The error answer.
+        text: The start of its body (:func:`error_text`).
+        cut: The body is longer than ``text``: not JSON that can be read, then.
+
+    Every part is scrubbed whole, then shortened (:func:`~contractsdk._redact.scrub_cut`).
     """
-    text = response.text.strip()
+    text = text.strip()
     if not text:
         return None, None
     content_type = response.headers.get("content-type", "")
-    if text[:1] in "{[" or "json" in content_type:
+    if not cut and (text[:1] in "{[" or "json" in content_type):
         try:
             body = json.loads(text)
         except (ValueError, RecursionError):  # RecursionError: nested deeper than json can go
@@ -376,14 +428,21 @@ def _service_message(response: Response) -> tuple[str | None, str | None]:
             error = body.get("error") or body.get("title")
             return (
                 # Only a scalar is a message: str() of a hostile array may be huge, or recurse.
-                str(message)[:500] if message and isinstance(message, str | int | float) else None,
-                str(error)[:100] if isinstance(error, str | int) and error else None,
+                scrub_cut(str(message), 500)
+                if message and isinstance(message, str | int | float)
+                else None,
+                scrub_cut(str(error), 100) if isinstance(error, str | int) and error else None,
             )
     if "html" in content_type or text[:1] == "<":
-        title = _TITLE.search(text)
-        found = title.group(1) if title else _TAG.sub(" ", text)
-        return (" ".join(found.split())[:200] or None), None
-    return " ".join(text.splitlines()[0].split())[:200], None
+        opening = _TITLE_OPEN.search(text)
+        closing = None if opening is None else _TITLE_CLOSE.search(text, opening.end())
+        if opening is not None and closing is not None:
+            found = text[opening.end() : closing.start()]
+        else:
+            found = _TAG.sub(" ", text)
+        return (scrub_cut(" ".join(found.split()), 200) or None), None
+    first = _FIRST_LINE.match(text)
+    return scrub_cut(" ".join(first.group().split()) if first else "", 200), None
 
 
 def error_from_response(response: Response, *, now: float) -> APIError:
@@ -395,7 +454,8 @@ def error_from_response(response: Response, *, now: float) -> APIError:
     """
     status = response.status_code
     cls = _STATUS_ERRORS.get(status) or (ServerError if status >= 500 else APIError)
-    service_message, error = _service_message(response)
+    text, cut = error_text(response)
+    service_message, error = _service_message(response, text, cut)
     reason = service_message or error or _REASONS.get(status, "error")
     request = response.request
     kwargs: dict[str, Any] = {
@@ -404,7 +464,7 @@ def error_from_response(response: Response, *, now: float) -> APIError:
         "url": request.path if request else "",
         "service_message": service_message,
         "error": error,
-        "body": response.text[:2000],
+        "body": scrub_cut(text, 2000),
         "headers": response.headers,
         "request_id": request_id(response.headers),
     }

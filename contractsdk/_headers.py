@@ -24,11 +24,18 @@ __all__ = [
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-correlation-id", "x-amzn-requestid")
 
 
+#: Seconds as Retry-After may give them: ASCII digits, a fraction and an exponent
+#: (``1e9``: a huge wait, capped by the caller). float() alone also reads "1_0" as 10
+#: and "٣" as 3, which no server means.
+_SECONDS = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
 def _seconds(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
+    """Return a finite, non-negative number of seconds, or None for anything else."""
+    text = text.strip()
+    if not _SECONDS.fullmatch(text):
         return None
+    value = float(text)
     return value if math.isfinite(value) and value >= 0 else None
 
 
@@ -43,21 +50,23 @@ def parse_retry_after(headers: Mapping[str, str], *, now: float) -> float | None
         now: The current wall-clock time (``time.time()``), to turn a date into seconds.
     """
     millis = headers.get("retry-after-ms")
-    if millis is not None and (value := _seconds(millis.strip())) is not None:
+    if millis is not None and (value := _seconds(millis)) is not None:
         return value / 1000
     text = headers.get("retry-after")
     if text is None:
         return None
-    text = text.strip()
     if (value := _seconds(text)) is not None:
         return value
     try:
-        when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
+        when = email.utils.parsedate_to_datetime(text.strip())
+        if when.tzinfo is None:  # RFC 9110 dates are GMT; a naive one is read as such
+            return None
+        wait = when.timestamp() - now
+    # OverflowError: a field past a C int ("+99999999999999" as the zone); OSError: a
+    # platform's datetime refusing an extreme date. Both are garbage, ignored as the rest.
+    except (TypeError, ValueError, IndexError, OverflowError, OSError):
         return None
-    if when.tzinfo is None:  # RFC 9110 dates are GMT; a naive one is read as such
-        return None
-    return max(0.0, when.timestamp() - now)
+    return max(0.0, wait)
 
 
 def request_id(headers: Mapping[str, str]) -> str | None:
@@ -92,7 +101,8 @@ class RateLimitHints:
         return rate if math.isfinite(rate) else None  # q=1e308;w=1e-10 names no rate
 
 
-_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
+# ASCII digits only, as _SECONDS.
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 #: A reset value above this is an epoch (in seconds, or above ``_EPOCH_MS`` in
 #: milliseconds): no window lasts three years, and no epoch is older than 1973.
 _EPOCH_S: Final = 1e8
@@ -290,10 +300,10 @@ def parse_rate_limit_headers(headers: Mapping[str, str], *, now: float) -> RateL
     if remaining is None and (value := _number(get("x-ratelimit-remaining"))) is not None:
         remaining, reset = value, _reset_seconds(_number(get("x-ratelimit-reset")), now=now)
 
-    try:
-        retry_after = parse_retry_after(found, now=now)
-    except (ValueError, TypeError, OverflowError):  # a date far out of range
-        retry_after = None
     return RateLimitHints(
-        retry_after=retry_after, limit=limit, window=window, remaining=remaining, reset=reset
+        retry_after=parse_retry_after(found, now=now),
+        limit=limit,
+        window=window,
+        remaining=remaining,
+        reset=reset,
     )

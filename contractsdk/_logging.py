@@ -54,15 +54,25 @@ class Instrumentation:
     """Runs hooks, writes DEBUG lines and keeps the counters of one client."""
 
     def __init__(self, event_hooks: Mapping[str, Sequence[EventHook]] | None) -> None:
+        if event_hooks is not None and not isinstance(event_hooks, Mapping):
+            raise ConfigurationError(
+                "event_hooks must be a mapping {event: [hook, ...]}, not "
+                f"{type(event_hooks).__name__}"
+            )
         hooks = dict(event_hooks or {})
         unknown = set(hooks) - set(EVENTS)
         if unknown:
             raise ConfigurationError(
                 f"unknown event hook(s) {sorted(unknown)}; the events are {', '.join(EVENTS)}"
             )
-        self._hooks: dict[str, tuple[EventHook, ...]] = {
-            event: tuple(hooks.get(event, ())) for event in EVENTS
-        }
+        self._hooks: dict[str, tuple[EventHook, ...]] = {}
+        for event in EVENTS:
+            given: object = hooks.get(event, ())
+            if not isinstance(given, list | tuple) or not all(map(callable, given)):
+                raise ConfigurationError(
+                    f"event_hooks[{event!r}] must be a list of callables, got {given!r}"
+                )
+            self._hooks[event] = tuple(given)
         self.requests = 0
         self.responses: Counter[int] = Counter()
         self.retries = 0

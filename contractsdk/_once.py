@@ -22,6 +22,7 @@ class FetchedOnce(Generic[K, V]):
 
     def __init__(self) -> None:
         self._futures: dict[K, asyncio.Future[V]] = {}
+        self._closed: Callable[[], Exception] | None = None
 
     def ready(self, key: K) -> V | None:
         """The value if it has been fetched, without awaiting (the usual case); else None."""
@@ -37,6 +38,10 @@ class FetchedOnce(Generic[K, V]):
             key: What is fetched.
             fetch: Makes the request (called at most once per kept value).
             refresh: Fetch again even if a value is kept.
+
+        Raises:
+            Exception: What :meth:`cancel`'s ``error`` makes, when it stopped the fetch
+                this caller was waiting for (and the caller was not cancelled itself).
         """
         future = self._futures.get(key)
         if future is None or refresh or (future.done() and self.ready(key) is None):
@@ -45,13 +50,29 @@ class FetchedOnce(Generic[K, V]):
         elif future.done():
             return future.result()
         try:
-            return await asyncio.shield(future)
+            # Waiting never cancels the shared fetch, and only this caller's own
+            # cancellation raises here (on every Python: no count of cancellations needed).
+            await asyncio.wait((future,))
+            if future.cancelled():  # stopped by cancel(): the client is closing
+                closed = self._closed
+                if closed is None:
+                    raise asyncio.CancelledError
+                raise closed() from None  # not a cancellation nobody asked of the caller
+            return future.result()
         except Exception:
             if self._futures.get(key) is future:
                 del self._futures[key]  # a failed fetch is not kept
             raise
 
-    def cancel(self) -> None:
-        """Cancel the fetches under way (the client is closing)."""
+    def cancel(self, *, error: Callable[[], Exception] | None = None) -> None:
+        """Cancel the fetches under way (the client is closing).
+
+        Args:
+            error: Makes the error raised to each caller waiting for one of them (a fresh
+                one each), unless that caller's own task is being cancelled too. Without
+                it, they get :class:`asyncio.CancelledError`.
+        """
+        if error is not None:
+            self._closed = error
         for future in self._futures.values():
             future.cancel()

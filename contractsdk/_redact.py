@@ -7,6 +7,10 @@ the responses handed to event hooks, and the CLI's output are scrubbed of all re
 secrets when they are made. The registry holds the clients' records weakly: a client that
 is gone takes its secrets with it.
 
+Only whole secrets are found, so text that is shown shortened is scrubbed first and cut
+after (:func:`scrub_cut`): a server that placed the key across a cut had all but its last
+characters shown.
+
 Nothing here runs on a successful call's path: scrubbing happens when an error is made,
 when a hook is about to see a response, and once per new token.
 """
@@ -18,7 +22,7 @@ import weakref
 from collections import deque
 from collections.abc import Iterator
 
-__all__ = ["REDACTED", "Secrets", "scrub", "scrub_bytes"]
+__all__ = ["REDACTED", "Secrets", "scrub", "scrub_bytes", "scrub_cut"]
 
 #: What a secret is replaced by.
 REDACTED = "[redacted]"
@@ -95,6 +99,42 @@ def scrub(text: str) -> str:
     for secret in _forms():
         if secret in text:
             text = text.replace(secret, REDACTED)
+    return text
+
+
+def scrub_cut(text: str, limit: int, *, cut: bool = False) -> str:
+    """Return ``text`` scrubbed, then shortened to at most ``limit`` characters.
+
+    Scrubbed first: a secret cut short is no longer the whole secret, and scrubbing finds
+    only whole ones (a server may place the key across the cut, to have all but its last
+    characters shown). Where the text is cut, a last few characters that begin a secret
+    go too.
+
+    Args:
+        text: The text, as the server sent it.
+        limit: The most characters kept.
+        cut: ``text`` is itself the start of a longer text, so that it may end in the
+            start of a secret even when it is not longer than ``limit``.
+    """
+    text = scrub(text)
+    if len(text) > limit:
+        text, cut = text[:limit], True
+    return _without_partial(text) if cut else text
+
+
+def _without_partial(text: str) -> str:
+    """Return ``text`` less its end, if that end is the start of a registered secret."""
+    if not text or not _LIVE:
+        return text
+    for secret in _forms():
+        # The earliest place from which the rest of the text begins the secret: the
+        # longest start of it shown.
+        at = text.find(secret[0], max(0, len(text) - len(secret) + 1))
+        while at != -1:
+            if secret.startswith(text[at:]):
+                text = text[:at]
+                break
+            at = text.find(secret[0], at + 1)
     return text
 
 

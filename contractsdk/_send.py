@@ -27,6 +27,7 @@ import attrs
 from contractsdk._auth import Auth, redacted_token_response
 from contractsdk._converter import NO_CONTENT, structure, structure_list
 from contractsdk._exceptions import (
+    CLIENT_CLOSED,
     ConfigurationError,
     ResponseValidationError,
     error_from_response,
@@ -158,7 +159,7 @@ class Sender:
         trust_key: bool = True,
     ) -> Response:
         if self._closed or self._root._closed:
-            raise ConfigurationError("this client is closed; make a new one")
+            raise ConfigurationError(CLIENT_CLOSED)
         request = self._build(method, path, body, accept=accept, idempotency_key=idempotency_key)
         # A keyword argument costs an attrs __init__ half as much again: only when it is not
         # the default.
@@ -195,7 +196,7 @@ class Sender:
         from :meth:`_send_json` so that the JSON path does no extra work per call.
         """
         if self._closed or self._root._closed:
-            raise ConfigurationError("this client is closed; make a new one")
+            raise ConfigurationError(CLIENT_CLOSED)
         headers = Headers(
             {
                 "Accept": accept,
@@ -219,17 +220,24 @@ class Sender:
         auth = self._auth
         token = auth.ready_token() or await auth.token()  # a coroutine only when one is due
         if token is not self._token_seen:  # a new access token: scrubbed from what is shown
-            self._token_seen = token
-            self._bearer = f"Bearer {token}"
-            self._secrets.add_token(token)
+            self._new_token(token)
         response = await self._exchange(call, token)
         status = response.status_code
-        if status == 401 and await self._auth.invalidate(token):
-            response = await self._exchange(call, await self._auth.token())
+        if status == 401 and await auth.invalidate(token):
+            token = await auth.token()
+            if token is not self._token_seen:  # as above: the replay's answer may echo it
+                self._new_token(token)
+            response = await self._exchange(call, token)
             status = response.status_code
         if not 200 <= status < 300:  # Response.is_success, without a property call
             raise error_from_response(response, now=self._wall_clock())
         return response
+
+    def _new_token(self, token: str) -> None:
+        """Send ``token`` from now on, and scrub it from whatever is shown."""
+        self._token_seen = token
+        self._bearer = f"Bearer {token}"
+        self._secrets.add_token(token)
 
     async def _exchange(self, call: Call, token: str) -> Response:
         """One HTTP exchange: limiter, hooks and logs around the transport, credential attached."""
@@ -277,6 +285,9 @@ class Sender:
             left = max(0.0, call.deadline - self._clock())
             timeout = left if timeout is None else min(timeout, left)
         grant = await limiter.acquire(call.request.method, timeout=timeout)
+        if self._root._closed:  # closed while this call waited its turn: nothing is sent
+            limiter.abandon(grant)
+            raise ConfigurationError(CLIENT_CLOSED)
         if grant.waited:
             self._instrumentation.limiter_wait += grant.waited
             if logger.isEnabledFor(logging.DEBUG):

@@ -4,7 +4,10 @@ A transport turns a :class:`~contractsdk.Request` into a fully read
 :class:`~contractsdk.Response`, or raises a :class:`~contractsdk.TransportError`. aiohttp's
 exceptions are translated here and nowhere else, most specific first, because aiohttp's
 own classes nest (``ConnectionTimeoutError`` is a ``ServerTimeoutError``,
-``ClientConnectorDNSError`` a ``ClientConnectorError``).
+``ClientConnectorDNSError`` a ``ClientConnectorError``). aiohttp's messages may quote what
+the server sent (its parser quotes the bytes it could not read), and its exceptions hold
+the request's headers: an SDK error names aiohttp's class, and its ``__cause__`` is a
+stand-in of that class that holds none of them (:func:`_stand_in`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import aiohttp
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from ._exceptions import (
+    CLIENT_CLOSED,
     ConfigurationError,
     ConnectError,
     ConnectTimeoutError,
@@ -210,6 +214,7 @@ class AiohttpTransport:
         self._max_connections = max_connections
         self._session = session
         self._owns_session = session is None
+        self._closed = False
         self._timeouts: dict[float | None, aiohttp.ClientTimeout] = {}
         # The total timeout is kept by _deadlines: aiohttp is given none (a timer less).
         self._no_total = self._total(None)
@@ -255,6 +260,8 @@ class AiohttpTransport:
         """
         session = self._session
         if session is None or session.closed:
+            if self._closed:  # a call that waited (for the limiter, a token) past aclose()
+                raise ConfigurationError(CLIENT_CLOSED)
             session = self._open()
         elif self._loop is not None and self._loop is not asyncio.get_running_loop():
             # Asked here, not left to aiohttp: without its timer per request it may even
@@ -314,10 +321,21 @@ class AiohttpTransport:
             expired = asyncio.TimeoutError(f"the attempt's {request.timeout} s timeout expired")
             raise _translate(expired, request) from expired
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-            raise _translate(exc, request) from exc
+            cause = _stand_in(exc)
+            if self._closed:  # aclose() closed the connection under it, mid-request
+                failed: TransportError = ReadError(
+                    "the client was closed while the request was under way",
+                    method=request.method,
+                    url=request.path,
+                )
+            else:
+                failed = _translate(exc, request)
         finally:
             if deadline is not None:
                 self._deadlines.end(deadline)
+        # Raised here, not in the except clause, where aiohttp's exception would be its
+        # __context__ (hidden from tracebacks, but not from what walks the chain).
+        raise failed from cause
 
     def _total(self, timeout: float | None) -> aiohttp.ClientTimeout:
         """The total timeout of ``timeout`` seconds as aiohttp takes it, made once per value."""
@@ -327,10 +345,15 @@ class AiohttpTransport:
         return made
 
     async def aclose(self) -> None:
-        """Close the session if this transport made it."""
+        """Close the session if this transport made it; nothing is sent after this.
+
+        A request made after it raises ConfigurationError; the session is not reopened.
+        """
+        self._closed = True
         self._deadlines.close()
-        if self._session is not None and self._owns_session and not self._session.closed:
-            await self._session.close()
+        session, self._session = self._session, None  # None: the next request is refused
+        if session is not None and self._owns_session and not session.closed:
+            await session.close()
 
 
 def _decoder(encoding: str, first: bytes) -> Any:
@@ -443,8 +466,64 @@ def _translate(exc: aiohttp.ClientError | asyncio.TimeoutError, request: Request
         return ReadTimeoutError("timed out waiting for the service's answer", **where)
     if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
         return ReadError(f"the connection broke: {type(exc).__name__}", **where)
-    if isinstance(exc, aiohttp.ClientOSError):
-        return ReadError(f"the connection broke: {exc.strerror or exc}", **where)
-    if isinstance(exc, aiohttp.InvalidURL):
+    if isinstance(exc, aiohttp.ClientOSError):  # the system's words for an errno, or the class
+        return ReadError(f"the connection broke: {exc.strerror or type(exc).__name__}", **where)
+    if isinstance(exc, aiohttp.InvalidURL):  # the URL is the client's own
         return TransportError(f"invalid URL: {exc}", **where)
-    return ReadError(f"the request failed: {type(exc).__name__}: {exc}", **where)
+    if isinstance(exc, aiohttp.ClientResponseError):  # what came is not HTTP aiohttp can read
+        return ReadError(f"the answer could not be read: {type(exc).__name__}", **where)
+    # The class only: aiohttp's message may quote the server's bytes, cut where a
+    # secret in them would no longer be found whole.
+    return ReadError(f"the request failed: {type(exc).__name__}", **where)
+
+
+#: Each aiohttp class's stand-in class, made once (see _stand_in).
+_STAND_INS: dict[type[BaseException], type[BaseException]] = {}
+
+
+def _stand_in(exc: BaseException) -> BaseException:
+    """Return what an SDK error is chained to in place of aiohttp's ``exc``.
+
+    An instance of a subclass of ``exc``'s class, so that ``isinstance`` tests of the
+    ``__cause__`` hold, and a traceback names aiohttp's class and shows where it was
+    raised; but with no message, no attributes and no chain of its own. aiohttp's message
+    may quote the server's bytes (an echoed credential, cut where scrubbing cannot find
+    it), its ``repr`` the request's headers (``Authorization``), and a traceback prints
+    every exception in the chain.
+    """
+    made = _stand_in_class(type(exc))
+    return made.__new__(made).with_traceback(exc.__traceback__)
+
+
+def _stand_in_of(cls: type[BaseException]) -> BaseException:
+    """A stand-in of aiohttp's class ``cls``, without a traceback (as unpickled)."""
+    made = _stand_in_class(cls)
+    return made.__new__(made)
+
+
+def _stand_in_class(cls: type[BaseException]) -> type[BaseException]:
+    """The subclass of aiohttp's class ``cls`` that its stand-ins are made of."""
+    made = _STAND_INS.get(cls)
+    if made is None:
+        made = _STAND_INS[cls] = type(
+            cls.__name__,
+            (cls,),
+            {
+                "__module__": cls.__module__,
+                "__qualname__": cls.__qualname__,
+                "__doc__": f"{cls.__qualname__}, without what it said (see _stand_in).",
+                "__init__": _no_init,
+                "__str__": _withheld,
+                "__repr__": lambda self: f"{cls.__qualname__}({_withheld(self)!r})",
+                "__reduce__": lambda self: (_stand_in_of, (cls,)),
+            },
+        )
+    return made
+
+
+def _no_init(self: BaseException, *args: object, **kwargs: object) -> None:
+    """A stand-in is made empty: nothing to set."""
+
+
+def _withheld(self: BaseException) -> str:
+    return "aiohttp's message is not shown: it may quote the server's answer"

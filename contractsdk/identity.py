@@ -287,6 +287,7 @@ class IdentityFieldSet(Sequence[IdentityField]):
         date_format: str | None,
         datetime_format: str | None,
     ) -> list[tuple[_Place, str]]:
+        _check_mapping(values)
         problems: list[IdentityProblem] = []
         # place → [(key, text)], and for each key its places, to find keys that went nowhere.
         given: dict[int, list[tuple[object, str]]] = {}
@@ -430,6 +431,15 @@ def _problem(
     )
 
 
+def _check_mapping(values: object) -> None:
+    """Refuse identity values that are not a mapping (pairs in a list were an AttributeError)."""
+    if not isinstance(values, Mapping):
+        raise ConfigurationError(
+            "values must be a mapping {field id, label or name: value}, not "
+            f"{type(values).__name__}"
+        )
+
+
 def identity_fields_by_id(
     values: IdentityValues,
     *,
@@ -445,6 +455,7 @@ def identity_fields_by_id(
         ConfigurationError: A key is not an id, or a value has no string form (each is
             listed).
     """
+    _check_mapping(values)
     pairs: list[tuple[int, str]] = []
     wrong: list[str] = []
     for key, raw in values.items():

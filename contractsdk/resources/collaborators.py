@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from contractsdk._config import check_idempotency_key
 from contractsdk._converter import structure, structure_list
 from contractsdk._exceptions import (
     ConfigurationError,
@@ -213,13 +214,16 @@ class Collaborators(Resource):
             template_id: The contract's template version, to check the values first.
             require_all: With ``template_id``: require a value for every applicable field.
             signatory_id: The collaborator who signs for this one.
-            idempotency_key: Your own key, to make a retried create safe across restarts.
+            idempotency_key: Your own key, to make a retried create safe across restarts
+                (1 to 255 visible ASCII characters).
 
         Raises:
-            ConfigurationError: A bad id, role or side, or (without ``template_id``) a key
-                that is not an id or ``require_all``; nothing is sent.
+            ConfigurationError: A bad id, role, side or ``idempotency_key``, or (without
+                ``template_id``) a key that is not an id or ``require_all``; nothing is sent.
             IdentityValidationError: The values break the identity fields; nothing is sent.
         """
+        if idempotency_key is not None:
+            check_idempotency_key(idempotency_key)
         if require_all and template_id is None:
             raise ConfigurationError(
                 "require_all needs template_id: the identity fields to check the values against"
@@ -229,7 +233,7 @@ class Collaborators(Resource):
                 user_id=user_id,
                 roles=roles,
                 side=side,
-                values=values or {},
+                values={} if values is None else values,
                 signatory_id=signatory_id,
                 inviter_id=inviter_id,
             ),

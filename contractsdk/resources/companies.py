@@ -7,6 +7,7 @@ from typing import Any
 
 import attrs
 
+from contractsdk._config import check_idempotency_key
 from contractsdk._exceptions import ConfigurationError
 from contractsdk._ids import parse_id
 from contractsdk.identity import check_roles, check_side
@@ -116,5 +117,7 @@ class Companies(Resource):
             body["signatory_related_company"] = parse_id(
                 signatory_related_company, "signatory_related_company"
             )
+        if idempotency_key is not None:
+            check_idempotency_key(idempotency_key)
         path = f"/contracts/{path_id(contract_id, 'contract_id')}/company"
         return await self._client._post(path, CompanyCreated, body, idempotency_key=idempotency_key)

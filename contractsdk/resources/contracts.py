@@ -8,6 +8,7 @@ from typing import Any
 
 import attrs
 
+from contractsdk._config import check_idempotency_key
 from contractsdk._exceptions import ConfigurationError, ResponseValidationError
 from contractsdk._http import Response
 from contractsdk._ids import parse_id
@@ -97,13 +98,17 @@ class Contracts(Resource):
             source_contract: Make the new contract a copy of this contract (sent as
                 ``source_contract``, endpoints.md M1); the values given still apply.
             idempotency_key: Your own key (e.g. derived from your record's id), so that a
-                repeated call can never create a second contract. One is generated per call
-                otherwise, and reused by every retry of that call.
+                repeated call can never create a second contract: 1 to 255 visible ASCII
+                characters. One is generated per call otherwise, and reused by every retry
+                of that call.
 
         Raises:
             TermValidationError: The values break the terms (nothing was sent).
+            ConfigurationError: A bad ``idempotency_key`` (nothing was sent).
             PermissionDeniedError: ``created_by`` may not create contracts in the team.
         """
+        if idempotency_key is not None:
+            check_idempotency_key(idempotency_key)
         return await self._create(
             team_id,
             template_id=template_id,
@@ -142,7 +147,7 @@ class Contracts(Resource):
         if checked is None:
             terms = await self._client._term_set(template)
             # One check gives both forms: the nested fields to send, the flat ones to keep.
-            checked = terms.check(values or {}, require_all=require_all)
+            checked = terms.check({} if values is None else values, require_all=require_all)
         body: dict[str, Any] = {
             "created_by_user_id": creator,
             "template_id": template,

@@ -115,7 +115,3 @@ class IdentityFields(Resource):
         return IdentityFieldSet(
             fields, template_id=template, roles=checked_roles, side=checked_side
         )
-
-    def _cancel(self) -> None:
-        """Cancel fetches still under way (the client is closing)."""
-        self._sets.cancel()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 
+from contractsdk._config import check_idempotency_key
 from contractsdk._exceptions import ConfigurationError
 from contractsdk.models import Team
 from contractsdk.resources._base import Id, Resource, path_id
@@ -53,6 +54,8 @@ class Teams(Resource):
         Raises:
             ConfigurationError: The name is blank or too long (nothing is sent).
         """
+        if idempotency_key is not None:
+            check_idempotency_key(idempotency_key)
         body = {"name": check_team_name(name)}
         path = f"/users/{path_id(user_id, 'user_id')}/teams"
         return await self._client._post(path, Team, body, idempotency_key=idempotency_key)

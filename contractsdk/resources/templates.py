@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import re
+import unicodedata
 
 from contractsdk._exceptions import NotFoundError
 from contractsdk.models import Template
@@ -12,6 +13,19 @@ from contractsdk.resources._base import Id, Resource, path_id
 __all__ = ["Templates", "newest_first"]
 
 _NUMBER = re.compile(r"\d+")
+
+
+def _number_key(digits: str) -> tuple[int, str]:
+    """Order runs of digits as the numbers they are, without ``int()``.
+
+    A service may send a version of thousands of digits, and ``int()`` refuses more than
+    4,300 (``sys.get_int_max_str_digits``): without leading zeros, a longer run is the
+    larger number, and runs of one length compare as text.
+    """
+    if not digits.isascii():  # "٣" is a digit too, as int() reads it
+        digits = "".join(str(unicodedata.decimal(char)) for char in digits)
+    digits = digits.lstrip("0")
+    return len(digits), digits
 
 
 def newest_first(templates: builtins.list[Template]) -> builtins.list[Template]:
@@ -23,8 +37,8 @@ def newest_first(templates: builtins.list[Template]) -> builtins.list[Template]:
     which the spec allows, after those with one).
     """
 
-    def key(template: Template) -> tuple[tuple[int, ...], bool, int]:
-        numbers = tuple(int(n) for n in _NUMBER.findall(template.version))
+    def key(template: Template) -> tuple[tuple[tuple[int, str], ...], bool, int]:
+        numbers = tuple(_number_key(n) for n in _NUMBER.findall(template.version))
         return numbers, template.id is not None, template.id or 0
 
     return sorted(templates, key=key, reverse=True)

@@ -6,6 +6,7 @@ import builtins
 from collections.abc import Mapping
 from typing import Any
 
+from contractsdk._config import check_idempotency_key
 from contractsdk._converter import structure_list
 from contractsdk._exceptions import ConfigurationError, ResponseValidationError
 from contractsdk._http import Response
@@ -87,6 +88,8 @@ class Users(Resource):
             raise ConfigurationError(f"email must be an email address, got {email!r}")
         if _text(avatar, "avatar", optional=True) is not None:
             body["avatar"] = avatar
+        if idempotency_key is not None:
+            check_idempotency_key(idempotency_key)
         response = await self._client._send_json(
             "POST", "/users", body, idempotency_key=idempotency_key
         )

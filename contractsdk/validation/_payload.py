@@ -20,7 +20,7 @@ import attrs
 from contractsdk._exceptions import TermValidationError
 from contractsdk._values import UnsendableValueError, iter_fields, to_wire_value
 from contractsdk.models._models import ContractField
-from contractsdk.validation._rules import TermProblem
+from contractsdk.validation._rules import TermProblem, check_mapping
 
 if TYPE_CHECKING:
     from contractsdk.validation._tree import TermPlace
@@ -123,8 +123,10 @@ def unchecked_fields(
     their parent. ``None`` values are left out.
 
     Raises:
+        ConfigurationError: ``values`` is not a mapping.
         TermValidationError: A value has no unambiguous string form (every one is listed).
     """
+    check_mapping(values)
     fields: list[dict[str, Any]] = []
     problems: list[TermProblem] = []
     for key, value in values.items():

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import attrs
 
-from contractsdk._exceptions import TermValidationError
+from contractsdk._exceptions import ConfigurationError, TermValidationError
 from contractsdk._values import UnsendableValueError, to_wire_value
 from contractsdk.validation._tree import NAMELESS, TermPlace, TermTree, loose
 
@@ -27,6 +27,7 @@ __all__ = [
     "ProblemKind",
     "TermProblem",
     "check",
+    "check_mapping",
     "closest",
     "did_you_mean",
     "list_options",
@@ -92,8 +93,11 @@ def check(
         ``(place, value)`` depth-first, parents before their nested terms.
 
     Raises:
+        ConfigurationError: ``values`` is not a mapping.
         TermValidationError: Anything is wrong; every problem is listed, in tree order.
     """
+    if type(values) is not dict:  # a dict, almost always: nothing more to check
+        check_mapping(values)
     # This runs once per row of a bulk job: plain dicts and locals, no per-value objects.
     problems: list[tuple[int, TermProblem]] = []  # (sort key, problem)
     unplaced = len(tree.places)  # sort key base: unknown keys go last, in given order
@@ -183,6 +187,18 @@ def check(
         problems.sort(key=lambda item: item[0])
         raise TermValidationError([problem for _, problem in problems])
     return result, applied
+
+
+def check_mapping(values: object, what: str = "values") -> None:
+    """Refuse values that are not a mapping (pairs in a list would each be a key).
+
+    Raises:
+        ConfigurationError: ``values`` is not a :class:`~collections.abc.Mapping`.
+    """
+    if not isinstance(values, Mapping):
+        raise ConfigurationError(
+            f"{what} must be a mapping {{term name or id: value}}, not {type(values).__name__}"
+        )
 
 
 def _explain_leftovers(

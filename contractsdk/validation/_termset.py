@@ -238,6 +238,8 @@ class TermSet(Sequence["Term"]):
         Returns:
             The tree as lines of text joined by newlines (no trailing newline).
         """
+        if values is not None:
+            _rules.check_mapping(values)
         shown: dict[str, str] = {}
         for key, raw in (values or {}).items():
             places = self._tree.keys.lookup(key)
