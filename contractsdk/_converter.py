@@ -36,6 +36,7 @@ import cattrs
 from cattrs.gen import make_dict_structure_fn, override
 
 from ._exceptions import ResponseValidationError
+from ._redact import scrub, scrub_cut
 from .models._base import Link, id_from_href, self_href
 from .models._models import (
     Contract,
@@ -130,10 +131,23 @@ def _coerce_int(value: object) -> int:
 
 
 def _short_repr(value: object) -> str:
-    """A bounded repr for a message: a hostile value may be huge, or nested 5,000 deep."""
-    if isinstance(value, int) and not _INT64_MIN <= value <= _INT64_MAX:
-        return f"an integer of {value.bit_length()} bits"  # repr refuses > 4,300 digits
-    return reprlib.repr(value)
+    """A bounded repr for a message: a hostile value may be huge, or nested 5,000 deep.
+
+    A text is redacted before reprlib shortens it (to its start and end, which a secret
+    the server echoed could straddle); a container is named, not shown, as its texts
+    would be shortened before any redaction.
+    """
+    if isinstance(value, bool | float) or value is None:
+        return repr(value)
+    if isinstance(value, int):
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            return f"an integer of {value.bit_length()} bits"  # repr refuses > 4,300 digits
+        return repr(value)
+    if isinstance(value, str):
+        return reprlib.repr(scrub(value))
+    if isinstance(value, list | dict):
+        return f"a JSON {'array' if isinstance(value, list) else 'object'} of {len(value)} items"
+    return f"a {type(value).__name__}"
 
 
 def _structure_str(value: object, _: object) -> str:
@@ -416,7 +430,10 @@ def _describe(exc: Exception) -> list[str]:
         lines = cattrs.transform_error(exc, path="$")
     else:
         lines = [f"$: {exc}"]
-    return [line if len(line) <= _LINE_MAX else line[: _LINE_MAX - 1] + "…" for line in lines]
+    # Redacted before cut (a value a server echoes may hold a secret across the cut).
+    return [
+        line if len(line) <= _LINE_MAX else scrub_cut(line, _LINE_MAX - 1) + "…" for line in lines
+    ]
 
 
 def _explain(data: Any, cls: Any) -> list[str]:

@@ -143,8 +143,9 @@ class Sender:
             headers = self._common_headers[accept, has_body] = Headers(common)
         content = _encode_body(body) if has_body else None
         if method == "POST":
-            # Made once per logical call, reused by every attempt; a caller's key wins.
-            key = idempotency_key or os.urandom(16).hex()  # secrets.token_hex(16), inlined
+            # Made once per logical call (secrets.token_hex(16), inlined), reused by every
+            # attempt; a caller's key (checked non-empty where it entered) wins.
+            key = os.urandom(16).hex() if idempotency_key is None else idempotency_key
             headers = headers.with_header("Idempotency-Key", key, keep=False)
         return Request._make(method, self._base + path, headers, content, self._timeout, {})
 

@@ -30,6 +30,7 @@ from contractsdk import (
     ReadError,
     Request,
     Response,
+    ResponseValidationError,
     TokenRequestError,
 )
 from contractsdk._redact import REDACTED, Secrets, scrub_cut
@@ -138,6 +139,42 @@ async def test_a_key_across_a_cut_shows_in_no_part(case: str, key: str) -> None:
     assert sent == [key]
     _assert_hidden(caught.value, key)
     _assert_hidden(caught.value, _escaped(key))  # as a JSON body holds it
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda key: {"id": key, "first_name": "A"},
+        lambda key: {"id": [key], "first_name": "A"},
+        lambda key: {"id": "x" * 200 + key + "y" * 200, "first_name": "A"},
+    ],
+    ids=["the key as an id", "in a list", "inside a long text"],
+)
+async def test_a_key_where_a_value_should_be_shows_in_no_part(make: Any) -> None:
+    """A 200 whose id is the echoed key: the error quotes the value, never the key's ends.
+
+    reprlib shortened the value to its first and last characters before any redaction.
+    """
+
+    def handler(request: Request) -> Response:
+        bearer = request.headers["Authorization"].removeprefix("Bearer ")
+        return Response(
+            status_code=200,
+            headers={"Content-Type": "application/json"},
+            content=json.dumps(make(bearer)).encode(),
+        )
+
+    async with ContractClient(
+        api_key=API_KEY,
+        base_url="http://127.0.0.1:9",
+        transport=MockTransport(handler),
+        rate_limits=None,
+        retries=None,
+    ) as client:
+        with pytest.raises(ResponseValidationError) as caught:
+            await client.users.get(7)
+    _assert_hidden(caught.value, API_KEY)
+    assert "$.id" in str(caught.value)
 
 
 def test_scrub_cut_scrubs_whole_then_cuts_without_a_secret_s_start() -> None:
