@@ -330,6 +330,17 @@ class AiohttpTransport:
                 )
             else:
                 failed = _translate(exc, request)
+        except Exception as exc:
+            if not self._closed:
+                raise
+            # aclose() closed the session under it, and an older aiohttp (3.10) fails in
+            # its own way: its connector gone, an AttributeError from inside it.
+            cause = _stand_in(exc)
+            failed = ReadError(
+                "the client was closed while the request was under way",
+                method=request.method,
+                url=request.path,
+            )
         finally:
             if deadline is not None:
                 self._deadlines.end(deadline)
