@@ -28,7 +28,8 @@ from contractsdk import (
     Response,
     User,
 )
-from contractsdk.testing import MockTransport, json_response
+from contractsdk.testing import json_response
+from tests._hostilekit import mock_client, serve
 
 CLOSED = "this client is closed; make a new one"
 
@@ -41,16 +42,8 @@ async def _server(seen: list[str]) -> AsyncIterator[str]:
         seen.append(request.path)
         return web.json_response({"id": 1})
 
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
+    async with serve(handler) as url:
+        yield url
 
 
 async def _until(condition: object, what: str) -> None:
@@ -113,13 +106,7 @@ def _token_client(gate: asyncio.Event, asked: list[str]) -> ContractClient:
         return json_response(200, {"id": 1})
 
     credentials = ClientCredentials(client_id="cid", client_secret="Kq7-secret-0123456789")
-    return ContractClient(
-        credentials=credentials,
-        base_url="http://127.0.0.1:9",
-        transport=MockTransport(handler),
-        rate_limits=None,
-        retries=None,
-    )
+    return mock_client(handler, credentials=credentials)
 
 
 async def test_a_call_waiting_for_the_token_gets_the_closed_client_s_error() -> None:

@@ -20,7 +20,6 @@ import pytest
 from contractsdk import (
     APIError,
     ClientCredentials,
-    ContractClient,
     Request,
     Response,
     ServerError,
@@ -30,7 +29,8 @@ from contractsdk import (
 from contractsdk._auth import _reason
 from contractsdk._exceptions import ERROR_SCAN, error_from_response
 from contractsdk._redact import Secrets
-from contractsdk.testing import MockTransport, json_response
+from contractsdk.testing import json_response
+from tests._hostilekit import mock_client
 
 #: A body far past the bound, small enough for a test.
 BIG = 5 * 1024 * 1024
@@ -150,13 +150,7 @@ async def test_a_large_token_error_is_read_only_as_far_as_the_bound() -> None:
         return answer if request.path == "/oauth/token" else json_response(200, {"id": 7})
 
     credentials = ClientCredentials(client_id="cid", client_secret="Kq7-secret-0123456789")
-    async with ContractClient(
-        credentials=credentials,
-        base_url="http://127.0.0.1:9",
-        transport=MockTransport(handler),
-        rate_limits=None,
-        retries=None,
-    ) as client:
+    async with mock_client(handler, credentials=credentials) as client:
         with pytest.raises(TokenRequestError) as caught:
             await client.users.get(7)
         # What the call did, measured alone: the reason, then the error made of the answer.

@@ -36,6 +36,7 @@ from contractsdk import (
 from contractsdk._redact import REDACTED, Secrets, scrub_cut
 from contractsdk.cli import main
 from contractsdk.testing import MockTransport, json_response
+from tests._hostilekit import mock_client
 
 API_KEY = "Kq7-api-key-placed-across-a-cut-0123456789"
 #: With characters JSON escapes: its escaped form is what a JSON body holds.
@@ -127,13 +128,7 @@ async def test_a_key_across_a_cut_shows_in_no_part(case: str, key: str) -> None:
             content=make(bearer).encode(),
         )
 
-    async with ContractClient(
-        api_key=key,
-        base_url="http://127.0.0.1:9",
-        transport=MockTransport(handler),
-        rate_limits=None,
-        retries=None,
-    ) as client:
+    async with mock_client(handler, api_key=key) as client:
         with pytest.raises(ContractSDKError) as caught:
             await client.users.get(7)
     assert sent == [key]
@@ -164,13 +159,7 @@ async def test_a_key_where_a_value_should_be_shows_in_no_part(make: Any) -> None
             content=json.dumps(make(bearer)).encode(),
         )
 
-    async with ContractClient(
-        api_key=API_KEY,
-        base_url="http://127.0.0.1:9",
-        transport=MockTransport(handler),
-        rate_limits=None,
-        retries=None,
-    ) as client:
+    async with mock_client(handler, api_key=API_KEY) as client:
         with pytest.raises(ResponseValidationError) as caught:
             await client.users.get(7)
     _assert_hidden(caught.value, API_KEY)
@@ -199,13 +188,7 @@ async def _token_error(answer: Callable[[dict[str, Any]], Response]) -> Contract
         return json_response(200, {"id": 7})
 
     credentials = ClientCredentials(client_id="cid", client_secret=CLIENT_SECRET)
-    async with ContractClient(
-        credentials=credentials,
-        base_url="http://127.0.0.1:9",
-        transport=MockTransport(handler),
-        rate_limits=None,
-        retries=None,
-    ) as client:
+    async with mock_client(handler, credentials=credentials) as client:
         with pytest.raises(ContractSDKError) as caught:
             await client.users.get(7)
     return caught.value

@@ -24,7 +24,8 @@ from contractsdk import (
     User,
 )
 from contractsdk._auth import TokenAuth
-from contractsdk.testing import MockTransport, json_response
+from contractsdk.testing import json_response
+from tests._hostilekit import mock_client, serve
 
 GOOD_TOKEN = "Kq7-good-token-0123456789"
 
@@ -39,16 +40,8 @@ async def _service(next_token: Callable[[], str], sent: list[str]) -> AsyncItera
         sent.append(request.headers.get("Authorization", ""))
         return web.json_response({"id": 7})
 
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
+    async with serve(handler) as url:
+        yield url
 
 
 UNSENDABLE = {
@@ -117,13 +110,7 @@ async def test_a_token_error_names_the_path_as_every_error_does() -> None:
         client_secret="Kq7-secret-0123456789",
         auth_url="https://login.example.com/tenant-1",
     )
-    async with ContractClient(
-        credentials=credentials,
-        base_url="http://127.0.0.1:9",
-        transport=MockTransport(handler),
-        rate_limits=None,
-        retries=None,
-    ) as client:
+    async with mock_client(handler, credentials=credentials) as client:
         with pytest.raises(TokenRequestError) as caught:
             await client.users.get(7)
     error = caught.value
