@@ -31,6 +31,7 @@ from contractsdk import (
     ClientCredentials,
     ConfigurationError,
     ContractClient,
+    RateLimiterTimeoutError,
     RateLimits,
     Request,
     Response,
@@ -594,6 +595,43 @@ async def test_garbage_in_redis_is_ignored(
             assert limiter.state.write.rate == pytest.approx(200 * 0.99)
     finally:
         await client.aclose()
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        {"pause": "1e12"},
+        {"tat": "1e15"},
+        {"ctl": json.dumps(attrs.asdict(Control(rate=1e-9, phase="cubic"))), "ver": "999"},
+        {"pause": "inf"},
+        {"tat": "nan", "busy": "nan"},
+    ],
+    ids=["pause 1e12", "tat 1e15", "rate 1e-9", "pause inf", "tat and busy nan"],
+)
+async def test_whoever_writes_to_redis_cannot_stall_the_clients(
+    redis_server: RedisServer, limiters: list[RateLimiter], hostile: dict[str, str]
+) -> None:
+    """Values written into a bucket's hash hold a request no longer than max_pause.
+
+    The reserve script used what it read as it was: a pause of 1e12 made every client of
+    the credential wait 1e12 s, and the key never expired as each try renewed it. NaN or
+    inf sent the client to its fallback for good, with nothing logged.
+    """
+    limiter = shared_limiter(redis_server.url, RateLimits(write=200, max_pause=1))
+    limiters.append(limiter)
+    await grant_times(limiter, 1)
+    client = aioredis.Redis.from_url(redis_server.url)
+    try:
+        await client.hset(f"{PREFIX}bucket:write", mapping=dict(hostile))  # type: ignore[arg-type]
+    finally:
+        await client.aclose()
+    for _ in range(2):
+        try:
+            grant = await limiter.acquire("POST", timeout=1.5)
+        except RateLimiterTimeoutError as exc:  # the wait it would have taken
+            pytest.fail(f"held {exc.wait:.3g} s, past max_pause (1 s)")
+        await limiter.record(grant, 201, {})
+    assert limiter.state.write.shared  # still through Redis, not sent to its fallback
 
 
 def test_a_bad_redis_setting_is_refused() -> None:

@@ -173,6 +173,7 @@ class RateLimiter:
         }
         initial = {name: self._initial(queue) for name, queue in self._queues.items()}
         self._store: Store = LocalStore(clock, initial) if store is None else store(initial)
+        self._store.max_pause = self._max_pause  # what it reads from shared state is cut to it
         # The store, when it is this process's memory: the fast paths call it directly.
         self._local = self._store if isinstance(self._store, LocalStore) else None
         for name, queue in self._queues.items():
@@ -201,7 +202,7 @@ class RateLimiter:
         """Change the limits at runtime; the new rates apply at once, to waiters too."""
         self.limits = limits
         if limits.max_pause is not None:
-            self._max_pause = limits.max_pause
+            self._max_pause = self._store.max_pause = limits.max_pause
         for queue in self._queues.values():
             control = self._initial(queue)
             store = self._store

@@ -30,10 +30,10 @@ from typing import Any, Final
 
 import attrs
 
-from contractsdk._redis import RedisUnavailableError, SharedRedis
+from contractsdk._redis import RedisUnavailableError, SharedRedis, logger
 
 from ._control import Control
-from ._limits import BucketName
+from ._limits import DEFAULT_MAX_PAUSE, BucketName
 from ._store import IDLE_GAP, LATENESS, METER_BIN, LocalStore, Schedule, Slot, _booked
 
 __all__ = ["RedisStore"]
@@ -45,7 +45,9 @@ LIVE_WINDOW: Final = 5.0
 
 # KEYS: bucket hash, clients zset.
 # ARGV: rate ('' = unpaced), tau, burst, max_wait (-1 = none), idle gap, lateness, meter bin,
-#       ttl ms, caller's version, initial control, client id, live window, slots to reserve.
+#       ttl ms, caller's version, initial control, client id, live window, slots to reserve,
+#       the longest pause (max_pause: also the longest interval, as the limiter believes no
+#       limit slower than one request per max_pause).
 # Numbers that must round-trip exactly (tat, which a release compares) leave as %.17g:
 # Lua's tostring keeps 14 digits, a tenth of a millisecond of an epoch time.
 _RESERVE: Final = """
@@ -78,6 +80,23 @@ local seen = tonumber(f[7]) or now
 local mbin = tonumber(f[8]) or 0
 local m0 = tonumber(f[9]) or 0
 local m1 = tonumber(f[10]) or 0
+-- Whoever can write to Redis must not stall every client of the credential: no pause
+-- past max_pause, no interval past it either (the limiter believes no limit slower than
+-- one request per max_pause), and no schedule booked further ahead than a key lives
+-- unused. NaN (x ~= x) and inf are no numbers.
+local most = tonumber(ARGV[14])
+if pause ~= pause or pause > now + most then pause = now + most end
+if old_iv ~= old_iv or old_iv < 0 or old_iv > most then old_iv = 0 end
+if iv > most then iv = most end
+local ahead = tonumber(ARGV[8]) / 1000 + most
+if tat ~= tat or tat > now + ahead then tat = now end
+if old_tau ~= old_tau or old_tau < 0 or old_tau > ahead then old_tau = tau end
+if last ~= last or last > now + ahead then last = now - 1e9 end
+if busy ~= busy or busy < 0 or busy == math.huge then busy = 0 end
+if seen ~= seen or seen > now or seen < now - 1e9 then seen = now end
+if mbin ~= mbin or mbin < 0 or mbin == math.huge then mbin = 0 end
+if m0 ~= m0 or m0 < 0 or m0 == math.huge then m0 = 0 end
+if m1 ~= m1 or m1 < 0 or m1 == math.huge then m1 = 0 end
 local gap = now - seen
 if gap > 0 then
   local cap = tonumber(ARGV[5])
@@ -266,6 +285,9 @@ class RedisStore:
     """
 
     synchronous = False
+    #: The longest pause read from Redis (the limiter sets its ``max_pause``): a value
+    #: someone wrote there past it is cut to it.
+    max_pause: float = DEFAULT_MAX_PAUSE
 
     def __init__(
         self,
@@ -305,6 +327,11 @@ class RedisStore:
     def _adopt(self, bucket: BucketName, raw: Any, version: int) -> None:
         if _text(raw):
             control = _decode(_text(raw))
+            # Nor a rate slower than one request per max_pause, which the limiter does not
+            # believe of a server either: whoever wrote it could hold every request.
+            rate = None if control is None else control.rate
+            if rate is not None and rate * self.max_pause < 1:
+                control = None
             if control is not None:
                 self._local.set_control(bucket, control)
         self._versions[bucket] = version
@@ -345,12 +372,21 @@ class RedisStore:
             self._client_id,
             repr(LIVE_WINDOW),
             str(count),
+            repr(self.max_pause),
         ]
         keys = [self._key(bucket), shared.key("clients")]
         try:
             answer = await shared.call(lambda: script(keys=keys, args=args))
             return self._reserved(bucket, answer, count)
-        except (RedisUnavailableError, ValueError, TypeError, IndexError):
+        except (RedisUnavailableError, ValueError, TypeError, IndexError) as exc:
+            if not isinstance(exc, RedisUnavailableError) and not self._fallback:
+                # Redis answers, but not what the script returns: said once, not per call
+                # (SharedRedis says when Redis itself is away).
+                logger.warning(
+                    "the shared rate-limit state in Redis could not be read (%s); pacing "
+                    "at this process's share until it can",
+                    type(exc).__name__,
+                )
             self._go_local()
             local = self._local.take(
                 bucket, self._share(schedule), self._clock(), max_wait=max_wait

@@ -157,6 +157,10 @@ class Slot:
 class Store(Protocol):
     """What the limiter asks of the place that keeps its buckets."""
 
+    #: The longest pause the store may hold a bucket for, whatever it reads from state
+    #: others share (the limiter sets its ``max_pause``).
+    max_pause: float
+
     @property
     def shared(self) -> bool:
         """Whether other processes share the buckets now (through Redis)."""
@@ -434,6 +438,7 @@ class LocalStore:
     shared = False
     synchronous = True
     live = 1
+    max_pause = math.inf  # every pause here comes from this limiter, already cut to its own
 
     def __init__(self, clock: Callable[[], float], initial: dict[BucketName, Control]) -> None:
         self._clock = clock
