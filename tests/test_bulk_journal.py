@@ -452,3 +452,38 @@ def test_another_programs_sqlite_file_is_refused_untouched(tmp_path: Path) -> No
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
         tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master")]
     assert tables == ["customers"]
+
+
+def test_stale_temporary_journals_are_removed_but_not_one_in_use(tmp_path: Path) -> None:
+    """A killed run without a journal left one, with its rows' values; a later run removes it.
+
+    Only one unchanged for a day, and whose lock no process holds: a run going on keeps
+    its lock, and a fresh directory is left alone.
+    """
+    import fcntl
+    import time
+
+    from contractsdk.bulk._writer import STALE_AFTER, remove_stale_temporary_journals
+
+    def made(name: str, age: float) -> Path:
+        directory = tmp_path / name
+        directory.mkdir()
+        (directory / "journal.db").write_text("rows: names, addresses")
+        when = time.time() - age
+        for entry in (*directory.iterdir(), directory):
+            os.utime(entry, (when, when))
+        return directory
+
+    killed = made("contractsdk-bulk-killed", STALE_AFTER + 60)
+    running = made("contractsdk-bulk-running", STALE_AFTER + 60)
+    fresh = made("contractsdk-bulk-fresh", 60)
+    other = made("someone-elses-dir", STALE_AFTER + 60)
+    lock = running / "journal.db.lock"
+    with open(lock, "a") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        old = time.time() - STALE_AFTER - 60
+        os.utime(lock, (old, old))
+        os.utime(running, (old, old))
+        removed = remove_stale_temporary_journals(str(tmp_path))
+    assert removed == [killed]
+    assert not killed.exists() and running.exists() and fresh.exists() and other.exists()

@@ -30,6 +30,11 @@ __all__ = ["AsyncJournal"]
 T = TypeVar("T")
 _MAX_BATCH = 256
 _LOCK_ATTEMPTS = 5
+#: What a temporary journal's directory is called, and how long one a killed run left
+#: behind is kept (it holds the rows' values: names, addresses) before a later run
+#: without a journal removes it.
+_TEMPORARY_PREFIX = "contractsdk-bulk-"
+STALE_AFTER = 24 * 3600.0
 
 
 class _Stop:
@@ -77,7 +82,8 @@ class AsyncJournal:
         """
         temporary_dir = None
         if path is None:
-            temporary_dir = Path(tempfile.mkdtemp(prefix="contractsdk-bulk-"))
+            await asyncio.to_thread(remove_stale_temporary_journals)
+            temporary_dir = Path(tempfile.mkdtemp(prefix=_TEMPORARY_PREFIX))
             target = temporary_dir / "journal.db"
         else:
             target = check_journal_path(path)
@@ -241,3 +247,74 @@ class AsyncJournal:
         if self._temporary_dir is not None:
             shutil.rmtree(self._temporary_dir, ignore_errors=True)
             self._temporary_dir = None
+
+
+def remove_stale_temporary_journals(
+    folder: str | None = None, *, older_than: float = STALE_AFTER, now: float | None = None
+) -> list[Path]:
+    """Remove the temporary journals that runs without a journal left when they were killed.
+
+    A run without a journal keeps one in a temporary directory, removed when the run ends;
+    a killed run leaves it, with the rows' values in it. One unchanged for ``older_than``
+    seconds, whose lock no process holds, is removed; one in use never is.
+
+    Args:
+        folder: Where to look (the system's temporary directory by default).
+        older_than: Seconds since anything in the directory last changed.
+        now: The time to compare with (``time.time()`` by default).
+
+    Returns:
+        The directories removed.
+    """
+    import time
+
+    base = Path(folder or tempfile.gettempdir())
+    now = time.time() if now is None else now
+    try:
+        candidates = sorted(base.glob(f"{_TEMPORARY_PREFIX}*"))
+    except OSError:
+        return []
+    removed: list[Path] = []
+    for directory in candidates:
+        try:
+            if not directory.is_dir() or directory.is_symlink() or directory.owner() != _me():
+                continue
+            if now - _last_change(directory) < older_than:
+                continue
+            if _locked(directory / "journal.db.lock"):
+                continue
+            shutil.rmtree(directory)
+            removed.append(directory)
+        except (OSError, KeyError):  # gone meanwhile, unreadable, or an owner with no name
+            continue
+    return removed
+
+
+def _last_change(directory: Path) -> float:
+    """When anything in ``directory`` (not below it) last changed."""
+    return max([directory.stat().st_mtime, *(e.stat().st_mtime for e in directory.iterdir())])
+
+
+def _me() -> str:
+    import getpass
+
+    return getpass.getuser()
+
+
+def _locked(lock: Path) -> bool:
+    """Whether a process holds the lock file's lock (False if there is none)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks; nothing is known to be in use
+        return False
+    try:
+        handle = open(lock)  # noqa: SIM115  # closed below
+    except FileNotFoundError:
+        return False
+    with handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        return False
