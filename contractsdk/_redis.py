@@ -389,6 +389,13 @@ def _described(exc: BaseException) -> str:
     """
     if _redirected(exc):  # a plain Redis object of the caller's, on a cluster node
         return f"{type(exc).__name__}: a Redis Cluster node; pass redis= a RedisCluster"
+    # redis-py's errors for an answer that refuses the client (a wrong password, a database
+    # number the server does not have, a user without the commands): Redis is there.
+    if any(kind.__name__ == "ResponseError" for kind in type(exc).__mro__):
+        return (
+            f"{type(exc).__name__}: Redis answered but refused the client; check the URL's "
+            "password and database number"
+        )
     cause: BaseException | None = exc
     for _ in range(5):  # redis-py chains the ssl module's error under its own
         if cause is None:

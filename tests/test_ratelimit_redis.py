@@ -530,6 +530,23 @@ async def test_redis_away_from_the_start_is_not_an_error(limiters: list[RateLimi
     assert not limiter.state.write.shared
 
 
+async def test_a_database_redis_does_not_have_is_said_so(
+    redis_server: RedisServer, limiters: list[RateLimiter], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A database number the server does not have: the warning says Redis refused the client.
+
+    It said "unreachable", which sent one looking for a network problem.
+    """
+    limiter = shared_limiter(f"redis://127.0.0.1:{redis_server.port}/99", RateLimits(write=100))
+    limiters.append(limiter)
+    with caplog.at_level(logging.WARNING, logger="contractsdk"):
+        assert len(await grant_times(limiter, 3)) == 3
+    assert not limiter.state.write.shared
+    warned = [r.getMessage() for r in caplog.records if "Redis" in r.getMessage()]
+    assert warned and "Redis answered but refused the client" in warned[0], warned
+    assert "/99" not in warned[0]  # the URL is never shown
+
+
 async def test_a_tls_redis_is_shared_through_a_rediss_url(
     limiters: list[RateLimiter], caplog: pytest.LogCaptureFixture
 ) -> None:
