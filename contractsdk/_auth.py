@@ -66,9 +66,11 @@ from ._exceptions import (
     ConfigurationError,
     ContractSDKError,
     TokenRequestError,
+    client_closed,
     error_text,
 )
 from ._http import Headers, Request, Response
+from ._once import wait_shared
 from ._redact import Secrets, scrub_cut
 from ._redis import RedisUnavailableError, SharedRedis, open_seal, seal
 
@@ -187,16 +189,6 @@ def _reason(response: Response) -> str:
         if parts:
             return scrub_cut(": ".join(parts), 300)
     return "the body is not a JSON error" if response.content else "the body is empty"
-
-
-def _cancellations(task: asyncio.Task[Any] | None) -> int:
-    """The cancellations asked of ``task`` and not taken back (0 where none are counted).
-
-    Python 3.11+ counts them (a task class may before 3.11 too): a CancelledError while
-    the count is unchanged was not asked of the task itself.
-    """
-    counted = getattr(task, "cancelling", None)
-    return 0 if counted is None else int(counted())
 
 
 def _lifetime(expires_in: object) -> float:
@@ -353,20 +345,12 @@ class TokenAuth:
         elif cached is not None and now < cached.expires_at:
             # Advisory window: someone is refreshing; the current token is still good.
             return cached.value
-        refresh = self._refresh
-        task = asyncio.current_task()
-        cancellations = _cancellations(task)
         try:
-            # shield: a cancelled caller must not cancel the refresh the others wait on.
-            token = await asyncio.shield(refresh)
-        except asyncio.CancelledError:
-            if refresh.cancelled() and _cancellations(task) <= cancellations:
-                # aclose() cancelled the refresh, not this caller's task: the caller did
-                # not ask to be cancelled, and is told the client is closed instead.
-                raise ConfigurationError(CLIENT_CLOSED) from None
-            raise
+            # A cancelled caller does not cancel the refresh the others wait on; one that
+            # aclose() cancelled tells its waiters the client is closed.
+            token = await wait_shared(self._refresh, client_closed)
         except ContractSDKError as exc:
-            if cached is not None and self._clock() < cached.expires_at:
+            if not self._closed and cached is not None and self._clock() < cached.expires_at:
                 # botocore's advisory window: a failed early refresh is not fatal.
                 logger.warning("token refresh failed, using the current token: %s", exc)
                 return cached.value

@@ -17,11 +17,9 @@ from typing import TYPE_CHECKING, TypeVar
 from contractsdk._auth import Auth, StaticAuth, TokenAuth
 from contractsdk._config import (
     Environment,
-    check_api_key,
     check_api_version,
     check_base_url,
     check_connect_timeout,
-    check_header,
     check_idempotency_key,
     check_limiter_timeout,
     check_max_connections,
@@ -32,7 +30,7 @@ from contractsdk._config import (
     pick_environment,
 )
 from contractsdk._credentials import ApiKey, ClientCredentials
-from contractsdk._exceptions import CLIENT_CLOSED, ConfigurationError
+from contractsdk._exceptions import ConfigurationError, client_closed
 from contractsdk._http import NOT_GIVEN, Headers, NotGiven
 from contractsdk._ids import parse_id
 from contractsdk._logging import ClientStats, EventHook, Instrumentation
@@ -73,11 +71,6 @@ T = TypeVar("T")
 
 _USER_AGENT = "contractsdk/0.1.0"
 PERSONAL_TEAM = "Personal Team"  # service-api.md §4: every user owns one, by this name
-
-
-def _closed() -> ConfigurationError:
-    """What a closed client raises, to a new call or one still waiting for a shared fetch."""
-    return ConfigurationError(CLIENT_CLOSED)
 
 
 def _check_option(value: object, kind: type, name: str) -> None:
@@ -169,8 +162,6 @@ class ContractClient(Sender):
     ) -> None:
         env = environment_from_env()
         credential = pick_credential(credentials, api_key, env)
-        if isinstance(credential, ApiKey):
-            check_api_key(credential.key)
         # What this client holds, never shown: errors, hooks and the CLI scrub it.
         self._secrets = Secrets(
             credential.key if isinstance(credential, ApiKey) else credential.client_secret
@@ -354,7 +345,7 @@ class ContractClient(Sender):
         """
         root = self._root
         if root._closed:
-            raise _closed()
+            raise client_closed()
         derived = copy.copy(self)
         if not isinstance(timeout, NotGiven):
             derived._timeout = check_timeout(timeout)
@@ -368,10 +359,7 @@ class ContractClient(Sender):
                 f"headers must be a mapping {{name: value}}, not {type(headers).__name__}"
             )
         if headers:
-            extra = _checked_headers(headers)
-            for name, value in extra.items():
-                check_header(name, value)
-            derived._extra_headers = {**self._extra_headers, **extra}
+            derived._extra_headers = {**self._extra_headers, **_checked_headers(headers)}
             derived._common_headers = {}
         derived._closed = False  # its own flag; the root's closes both (see _send_json)
         identity_sets = self.identity_fields._sets
@@ -383,7 +371,7 @@ class ContractClient(Sender):
 
     async def __aenter__(self) -> ContractClient:
         if self._closed:
-            raise _closed()
+            raise client_closed()
         return self
 
     async def __aexit__(
@@ -406,8 +394,8 @@ class ContractClient(Sender):
         if self._root is not self:
             return
         # A create waiting for these gets the error any call to a closed client gets.
-        self._term_sets.cancel(error=_closed)
-        self.identity_fields._sets.cancel(error=_closed)
+        self._term_sets.cancel(error=client_closed)
+        self.identity_fields._sets.cancel(error=client_closed)
         await self._auth.aclose()
         if self._limiter is not None:
             await self._limiter.aclose()

@@ -24,7 +24,6 @@ from ._ratelimit._limits import DOCUMENTED_LIMITS
 __all__ = [
     "ENV_VARS",
     "Environment",
-    "check_api_key",
     "check_api_version",
     "check_base_url",
     "check_connect_timeout",
@@ -268,19 +267,6 @@ def check_api_version(value: object) -> None:
     """
     if not isinstance(value, str) or not _VERSION.fullmatch(value):
         raise ConfigurationError(f"api_version must look like 'v1', got {value!r}")
-
-
-def check_api_key(key: str) -> None:
-    """Refuse an API key that cannot go in an ``Authorization`` header.
-
-    Raises:
-        ConfigurationError: The key holds a control character. The message never shows it.
-    """
-    if _CONTROL.search(key):
-        raise ConfigurationError(
-            "the API key holds a control character (such as NUL or a line break) and cannot "
-            "be sent; check how it was read"
-        )
 
 
 #: The longest Idempotency-Key the service's emulator takes (docs/sandbox.md).

@@ -28,7 +28,9 @@ def _require_text(what: str, value: object) -> None:
         raise ConfigurationError(f"{what} is empty")
     if "\r" in value or "\n" in value:
         raise ConfigurationError(f"{what} contains a line break")
-    if any(ord(char) < 32 or ord(char) == 127 for char in value):  # NUL, ESC …: unsendable
+    # NUL, ESC, DEL …: aiohttp refuses them untyped at every call. The message never shows
+    # the value (an API key, a client secret).
+    if any(ord(char) < 32 or ord(char) == 127 for char in value):
         raise ConfigurationError(f"{what} holds a control character")
 
 

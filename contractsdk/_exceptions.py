@@ -79,6 +79,11 @@ __all__ = [
 CLIENT_CLOSED = "this client is closed; make a new one"
 
 
+def client_closed() -> ConfigurationError:
+    """The error a call to a closed client, or one still waiting when it closed, gets."""
+    return ConfigurationError(CLIENT_CLOSED)
+
+
 def _rebuild(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
     error = cls.__new__(cls)
     error.args = args

@@ -17,6 +17,19 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
+async def wait_shared(future: asyncio.Future[V], closed: Callable[[], BaseException]) -> V:
+    """Await a future other callers share, and its result, without ever cancelling it.
+
+    Only this caller's own cancellation raises CancelledError here (on every Python: no
+    count of cancellations needed). A future its owner cancelled (a client closing) raises
+    ``closed()`` instead, not a cancellation nobody asked of the caller.
+    """
+    await asyncio.wait((future,))
+    if future.cancelled():
+        raise closed() from None
+    return future.result()
+
+
 class FetchedOnce(Generic[K, V]):
     """A cache of fetches by key (single flight per key)."""
 
@@ -50,19 +63,15 @@ class FetchedOnce(Generic[K, V]):
         elif future.done():
             return future.result()
         try:
-            # Waiting never cancels the shared fetch, and only this caller's own
-            # cancellation raises here (on every Python: no count of cancellations needed).
-            await asyncio.wait((future,))
-            if future.cancelled():  # stopped by cancel(): the client is closing
-                closed = self._closed
-                if closed is None:
-                    raise asyncio.CancelledError
-                raise closed() from None  # not a cancellation nobody asked of the caller
-            return future.result()
+            return await wait_shared(future, self._stopped)
         except Exception:
             if self._futures.get(key) is future:
                 del self._futures[key]  # a failed fetch is not kept
             raise
+
+    def _stopped(self) -> BaseException:
+        """What a caller gets when cancel() stopped the fetch it waited for."""
+        return asyncio.CancelledError() if self._closed is None else self._closed()
 
     def cancel(self, *, error: Callable[[], Exception] | None = None) -> None:
         """Cancel the fetches under way (the client is closing).

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import attrs
 
 from contractsdk._auth import Auth, redacted_token_response
+from contractsdk._config import check_header
 from contractsdk._converter import NO_CONTENT, structure, structure_list
 from contractsdk._exceptions import (
     CLIENT_CLOSED,
@@ -73,8 +74,7 @@ def _checked_headers(headers: Mapping[Any, Any]) -> dict[str, str]:
             raise ConfigurationError("headers must be strings")
         if name.lower() in _OWN_HEADERS:
             raise ConfigurationError(f"the client sets {name} itself; it cannot be overridden")
-        if not name or any(c in name for c in " \t\r\n:") or any(c in value for c in "\r\n"):
-            raise ConfigurationError(f"header {name!r} cannot be sent (a name or a line break)")
+        check_header(name, value)  # a token for a name, no control character in the value
         checked[name] = value
     return checked
 

@@ -322,25 +322,13 @@ class AiohttpTransport:
             raise _translate(expired, request) from expired
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             cause = _stand_in(exc)
-            if self._closed:  # aclose() closed the connection under it, mid-request
-                failed: TransportError = ReadError(
-                    "the client was closed while the request was under way",
-                    method=request.method,
-                    url=request.path,
-                )
-            else:
-                failed = _translate(exc, request)
+            failed = _closed_under(request) if self._closed else _translate(exc, request)
         except Exception as exc:
             if not self._closed:
                 raise
-            # aclose() closed the session under it, and an older aiohttp (3.10) fails in
-            # its own way: its connector gone, an AttributeError from inside it.
-            cause = _stand_in(exc)
-            failed = ReadError(
-                "the client was closed while the request was under way",
-                method=request.method,
-                url=request.path,
-            )
+            # aiohttp 3.10 fails its own way when its session closes mid-request: its
+            # connector gone, an AttributeError from inside it.
+            cause, failed = _stand_in(exc), _closed_under(request)
         finally:
             if deadline is not None:
                 self._deadlines.end(deadline)
@@ -365,6 +353,15 @@ class AiohttpTransport:
         session, self._session = self._session, None  # None: the next request is refused
         if session is not None and self._owns_session and not session.closed:
             await session.close()
+
+
+def _closed_under(request: Request) -> TransportError:
+    """What a request gets when aclose() closed its connection under it, mid-request."""
+    return ReadError(
+        "the client was closed while the request was under way",
+        method=request.method,
+        url=request.path,
+    )
 
 
 def _decoder(encoding: str, first: bytes) -> Any:
