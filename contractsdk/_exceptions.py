@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ._headers import parse_retry_after, request_id
 from ._redact import scrub, scrub_cut
@@ -186,7 +186,13 @@ class APIError(ContractSDKError):
         headers: The response headers.
         request_id: The response's request id header, if the service sent one (printable:
             header bytes that are not UTF-8 are shown as backslash escapes).
+        outcome_unknown: True for a 500, 502, 503 or 504 answer to a POST or PATCH: the
+            service may have processed the request before it failed, so sending it again
+            could repeat it (make a second contract); look for its effect first.
     """
+
+    #: Whether a 5xx may follow the processing of a POST or PATCH (not a token request's).
+    _may_process: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -211,14 +217,31 @@ class APIError(ContractSDKError):
         self.headers: dict[str, str] = dict(headers or {})
         self.request_id = None if request_id is None else _shown_id(request_id)
 
+    @property
+    def outcome_unknown(self) -> bool:
+        """True when the request may have been processed (see the class's attributes)."""
+        return (
+            self._may_process
+            and self.status_code in _MAYBE_PROCESSED
+            and self.method in _NOT_IDEMPOTENT
+        )
+
     def __str__(self) -> str:
         text = super().__str__()
         if self.method:
             text += f" ({self.method} {self.url})"
+        if self.outcome_unknown:
+            text += "; the request may have been processed"
         return text
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(status_code={self.status_code!r}, message={self.message!r})"
+
+
+#: Statuses a service may answer after it processed the request, and the methods for
+#: which sending it again is not harmless.
+_MAYBE_PROCESSED: Final = frozenset({500, 502, 503, 504})
+_NOT_IDEMPOTENT: Final = frozenset({"POST", "PATCH"})
 
 
 #: The most characters of a request id kept (ids are tens of characters; a header, 8 KB).
@@ -252,6 +275,8 @@ class TokenRequestError(AuthenticationError):
     The message gives the reason (status, ``error`` / ``error_description``); it never holds
     the client secret.
     """
+
+    _may_process = False  # a token request made twice costs nothing
 
 
 class PermissionDeniedError(APIError):

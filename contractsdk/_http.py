@@ -283,14 +283,16 @@ class Call:
         request: The request every attempt sends.
         deadline: The monotonic time no wait or attempt may start after (None: none).
         trust_key: Whether an Idempotency-Key makes the request safe to replay after an
-            ambiguous failure. False for callers that resolve unknown outcomes themselves
-            (the bulk job reconciles by listing before anything is sent again).
+            ambiguous failure: set by the client only under
+            ``Retries(trust_idempotency_keys=True)`` (the service does not document that
+            it honours the key), and never for callers that resolve unknown outcomes
+            themselves (the bulk job reconciles by listing before anything is sent again).
         attempts: Attempts made so far.
     """
 
     request: Request
     deadline: float | None = None
-    trust_key: bool = True
+    trust_key: bool = False
     attempts: int = 0
 
     @property

@@ -5,13 +5,10 @@ The decision matrix (DESIGN.md §5), applied by the pure :func:`should_retry`::
     failure                                   retried when
     ConnectError, ConnectTimeoutError         always: the request was never sent
     ReadTimeoutError, ReadError               the call is replayable: it may have been processed
-                                              (with ``Call.trust_key`` False an
-                                              Idempotency-Key does not count: see below)
+                                              (a POST only with ``Call.trust_key``: below)
     APIError 408, 429                         always: the service says it did not process it
                                               (429s up to ``rate_limited_attempts``: below)
-    APIError 500, 502, 503, 504               the call is replayable (the client sends an
-                                              Idempotency-Key with every POST, so a POST
-                                              qualifies unless it has none)
+    APIError 500, 502, 503, 504               the call is replayable (as above)
     any other status (400, 401, 403, 404,     never: the same request would fail the same way
       409, 422, ...)
     AuthenticationError, TokenRequestError    never (as azure-core): a token endpoint that
@@ -52,12 +49,15 @@ retry's cost, up to the capacity. In an outage ~100 retries drain a budget of 50
 client fails fast with one attempt per call instead of tripling the load on a service that
 is already down; successes refill it.
 
-The service does not document Idempotency-Key (reference/service-api.md), so code with a
-better protection against duplicates makes its calls with ``Call.trust_key`` False: then an
-ambiguous failure of a POST is raised at once (``outcome_unknown``) for the caller to
-resolve, while failures that were certainly not processed (connect errors, 408, 429) are
-still retried. The bulk job does this: its journal reconciles unknown outcomes by listing
-the team's contracts before anything is sent again.
+Replayable: GET, HEAD, OPTIONS, PUT and DELETE always; a POST (or PATCH) only when it
+carries an ``Idempotency-Key`` and ``Call.trust_key`` is set, which the client does only
+under ``Retries(trust_idempotency_keys=True)``. The service does not document
+Idempotency-Key (reference/service-api.md): if it ignores the key, a POST replayed after
+its answer was lost makes a second contract. So by default an ambiguous failure of a POST
+is raised at once (``outcome_unknown``) for the caller to resolve, while failures that
+were certainly not processed (connect errors, 408, 429) are still retried. The bulk job
+resolves them itself: its journal reconciles unknown outcomes by listing the team's
+contracts before anything is sent again.
 
 Every attempt gets the same :class:`~contractsdk._http.Call`, so its request's
 ``Idempotency-Key`` (made once per logical call by the client, or given by the caller)
@@ -139,6 +139,13 @@ class Retries:
             costs 5, 10 after a timeout; successes refund). None: no budget.
         retry_after_max: The longest ``Retry-After`` a call waits out; a longer one raises
             the error at once.
+        trust_idempotency_keys: Replay a POST after a failure it may have been processed
+            by (a lost answer, a reset, a 500, 502, 503 or 504), under the same
+            ``Idempotency-Key``. Safe only against a service that honours the key, as the
+            sandbox emulator does: the Contract Service does not document that it does,
+            and one that ignores it would make the contract twice. False (the default):
+            such a failure is raised at once, ``outcome_unknown`` set, for you to check
+            before you send the call again.
     """
 
     attempts: int = 3
@@ -148,6 +155,7 @@ class Retries:
     timeout: float | None = None
     budget: int | None = 500
     retry_after_max: float = 60.0
+    trust_idempotency_keys: bool = False
 
     def __attrs_post_init__(self) -> None:
         _check(type(self.attempts) is int and self.attempts >= 1, "attempts must be an int >= 1")
@@ -163,6 +171,8 @@ class Retries:
             "budget must be an int >= 0 or None",
         )
         _check(self.retry_after_max >= 0, "retry_after_max must be >= 0")
+        trusts = self.trust_idempotency_keys
+        _check(type(trusts) is bool, "trust_idempotency_keys must be True or False")
 
     @classmethod
     def none(cls) -> Retries:
@@ -314,6 +324,7 @@ class Retrier:
         paced: bool = False,
     ) -> None:
         self.config = config
+        self.trusts_keys = config.trust_idempotency_keys
         self.budget = budget
         self.paced = paced
         self._clock = clock

@@ -162,10 +162,13 @@ class Sender:
         if self._closed or self._root._closed:
             raise ConfigurationError(CLIENT_CLOSED)
         request = self._build(method, path, body, accept=accept, idempotency_key=idempotency_key)
+        retrier = self._retrier
         # A keyword argument costs an attrs __init__ half as much again: only when it is not
         # the default.
-        call = Call(request) if trust_key else Call(request, trust_key=False)
-        retrier = self._retrier
+        if trust_key and retrier is not None and retrier.trusts_keys:
+            call = Call(request, trust_key=True)
+        else:
+            call = Call(request)
         if retrier is None:
             call.attempts = 1
             return await self._attempt(call)
@@ -209,13 +212,13 @@ class Sender:
         if method == "POST":
             headers = headers.with_header("Idempotency-Key", os.urandom(16).hex(), keep=False)
         request = Request._make(method, self._base + path, headers, content, self._timeout, {})
-        call = Call(request)
-        if self._retrier is None:
+        retrier = self._retrier
+        if retrier is None:
+            call = Call(request)
             call.attempts = 1
             return await self._attempt(call)
-        return await self._retrier.call(
-            call, self._attempt, on_retry=self._instrumentation.on_retry
-        )
+        call = Call(request, trust_key=retrier.trusts_keys)
+        return await retrier.call(call, self._attempt, on_retry=self._instrumentation.on_retry)
 
     async def _attempt(self, call: Call) -> Response:
         auth = self._auth

@@ -21,6 +21,7 @@ from contractsdk import (
     Request,
     Response,
     ServerError,
+    TokenRequestError,
     UnprocessableEntityError,
 )
 from contractsdk._exceptions import error_from_response
@@ -171,3 +172,21 @@ def test_every_error_descends_from_the_root() -> None:
     classes = [e for e in errors if isinstance(e, type) and issubclass(e, BaseException)]
     assert len(classes) >= 20
     assert all(issubclass(cls, ContractSDKError) for cls in classes)
+
+
+@pytest.mark.parametrize(
+    ("error", "unknown"),
+    [
+        (ServerError("502 Bad Gateway", status_code=502, method="POST", url="/v1/x"), True),
+        (ServerError("500", status_code=500, method="PATCH", url="/v1/x"), True),
+        (ServerError("503", status_code=503, method="GET", url="/v1/x"), False),
+        (ServerError("501", status_code=501, method="POST", url="/v1/x"), False),
+        (APIError("400", status_code=400, method="POST", url="/v1/x"), False),
+        (TokenRequestError("503", status_code=503, method="POST", url="/oauth/token"), False),
+    ],
+)
+def test_a_5xx_to_a_write_says_it_may_have_been_processed(error: APIError, unknown: bool) -> None:
+    """A 5xx to a POST or PATCH may follow its processing: the error says so, pickled too."""
+    for seen in (error, pickle.loads(pickle.dumps(error))):
+        assert seen.outcome_unknown is unknown
+        assert str(seen).endswith("; the request may have been processed") is unknown

@@ -146,15 +146,18 @@ async def test_bug_in_attempt_is_not_retried() -> None:
     assert len(script.requests) == 1
 
 
-async def test_post_without_key_is_not_retried_after_a_read_timeout() -> None:
-    """A POST with no Idempotency-Key whose outcome is unknown is not replayed."""
+async def test_post_is_replayed_after_a_read_timeout_only_under_a_trusted_key() -> None:
+    """A POST whose outcome is unknown is replayed only with a key the client trusts."""
     clock = FakeClock()
+    for call in (Call(post()), Call(post(key=True)), Call(post(), trust_key=True)):
+        script = Script(clock, [ReadTimeoutError("slow"), OK])
+        with pytest.raises(ReadTimeoutError) as caught:
+            await clock.run(make_retrier(clock).call(call, script))
+        assert caught.value.attempts == 1
+        assert caught.value.outcome_unknown
     script = Script(clock, [ReadTimeoutError("slow"), OK])
-    with pytest.raises(ReadTimeoutError) as caught:
-        await clock.run(make_retrier(clock).call(Call(post()), script))
-    assert caught.value.attempts == 1
-    script = Script(clock, [ReadTimeoutError("slow"), OK])
-    assert await clock.run(make_retrier(clock).call(Call(post(key=True)), script)) is OK
+    trusted = Call(post(key=True), trust_key=True)
+    assert await clock.run(make_retrier(clock).call(trusted, script)) is OK
 
 
 async def test_idempotency_key_unchanged_across_attempts() -> None:
@@ -162,7 +165,7 @@ async def test_idempotency_key_unchanged_across_attempts() -> None:
     clock = FakeClock()
     req = post(key=True)
     script = Script(clock, [status_error(503), ReadError("reset"), OK])
-    await clock.run(make_retrier(clock).call(Call(req), script))
+    await clock.run(make_retrier(clock).call(Call(req, trust_key=True), script))
     assert len(script.requests) == 3
     assert all(sent is req for sent in script.requests)
     assert {sent.headers["Idempotency-Key"] for sent in script.requests} == {"call-7f3a"}

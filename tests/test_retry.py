@@ -34,6 +34,7 @@ def test_retries_defaults() -> None:
     assert (config.attempts, config.rate_limited_attempts) == (3, 10)
     assert (config.wait_initial, config.wait_max) == (0.5, 8.0)
     assert (config.timeout, config.budget, config.retry_after_max) == (None, 500, 60.0)
+    assert config.trust_idempotency_keys is False  # the service does not document keys
     assert (Retries.none().attempts, Retries.none().rate_limited_attempts) == (1, 1)
 
 
@@ -52,6 +53,8 @@ def test_retries_defaults() -> None:
         {"budget": -1},
         {"budget": 1.5},
         {"retry_after_max": -1},
+        {"trust_idempotency_keys": 1},
+        {"trust_idempotency_keys": "yes"},
     ],
 )
 def test_bad_retries_are_refused(kwargs: dict[str, object]) -> None:
@@ -69,16 +72,16 @@ MATRIX: list[tuple[str, BaseException, Request, bool]] = [
     ("connect GET", ConnectError("x"), request(), True),
     ("connect POST", ConnectError("x"), post(), True),
     ("connect timeout POST", ConnectTimeoutError("x"), post(), True),
-    # outcome unknown: idempotent only
+    # outcome unknown: idempotent only (a key counts only when trusted: test below)
     ("read timeout GET", ReadTimeoutError("x"), request(), True),
     ("read timeout PUT", ReadTimeoutError("x"), request("PUT"), True),
     ("read timeout DELETE", ReadTimeoutError("x"), request("DELETE"), True),
     ("read timeout POST", ReadTimeoutError("x"), post(), False),
-    ("read timeout POST+key", ReadTimeoutError("x"), post(key=True), True),
+    ("read timeout POST+key", ReadTimeoutError("x"), post(key=True), False),
     ("read timeout PATCH", ReadTimeoutError("x"), request("PATCH"), False),
     ("read error GET", ReadError("x"), request(), True),
     ("read error POST", ReadError("x"), post(), False),
-    ("read error POST+key", ReadError("x"), post(key=True), True),
+    ("read error POST+key", ReadError("x"), post(key=True), False),
     # not processed: always
     ("408 POST", status_error(408), post(), True),
     ("429 POST", status_error(429), post(), True),
@@ -86,14 +89,14 @@ MATRIX: list[tuple[str, BaseException, Request, bool]] = [
     # may have been processed: idempotent only
     ("500 GET", status_error(500), request(), True),
     ("500 POST", status_error(500), post(), False),
-    ("500 POST+key", status_error(500), post(key=True), True),
+    ("500 POST+key", status_error(500), post(key=True), False),
     ("502 POST", status_error(502), post(), False),
-    ("502 POST+key", status_error(502), post(key=True), True),
+    ("502 POST+key", status_error(502), post(key=True), False),
     ("503 GET", status_error(503), request(), True),
     ("503 POST", status_error(503), post(), False),
-    ("503 POST+key", status_error(503), post(key=True), True),
+    ("503 POST+key", status_error(503), post(key=True), False),
     ("504 PATCH", status_error(504), request("PATCH"), False),
-    ("504 PATCH+key", status_error(504), request("PATCH", key=True), True),
+    ("504 PATCH+key", status_error(504), request("PATCH", key=True), False),
     ("501 GET", status_error(501), request(), False),
     # never
     ("400", status_error(400), request(), False),
@@ -187,12 +190,12 @@ def test_token_request_errors_are_never_retried() -> None:
         (RateLimitError("429", status_code=429), True),
     ],
 )
-def test_keys_not_trusted(error: Exception, inside: bool) -> None:
-    """With trust_key False, a keyed POST is replayed only after certainly-unprocessed failures."""
+def test_a_key_makes_a_post_replayable_only_when_trusted(error: Exception, inside: bool) -> None:
+    """By default a keyed POST is replayed only after certainly-unprocessed failures."""
     post = Request(
         method="POST", url="https://h/v1/teams/1/contracts", headers={"Idempotency-Key": "k"}
     )
     get = Request(method="GET", url="https://h/v1/users/1")
-    assert should_retry(error, call=Call(post))  # by default the key makes it replayable
-    assert should_retry(error, call=Call(post, trust_key=False)) is inside
-    assert should_retry(error, call=Call(get, trust_key=False))  # a GET is always replayable
+    assert should_retry(error, call=Call(post, trust_key=True))  # the key trusted: replayed
+    assert should_retry(error, call=Call(post)) is inside
+    assert should_retry(error, call=Call(get))  # a GET is always replayable

@@ -22,6 +22,8 @@ from contractsdk.sandbox import FaultRule, SandboxServer
 pytestmark = pytest.mark.e2e
 
 FAST = Retries(attempts=3, wait_initial=0.01, wait_max=0.05)
+#: As FAST, trusting the service (the emulator) to honour Idempotency-Key.
+TRUSTING = Retries(attempts=3, wait_initial=0.01, wait_max=0.05, trust_idempotency_keys=True)
 CREATE = "POST /v1/teams/*/contracts"
 
 
@@ -181,7 +183,7 @@ async def test_server_errors(sandbox_server: SandboxServer, status: int, kind: s
 
 
 async def test_reset_before_processing(sandbox_server: SandboxServer) -> None:
-    """A reset connection is a ReadError; retried with the same key, one contract results."""
+    """A reset connection is a ReadError; retried under a trusted key, one contract results."""
     async with client_for(sandbox_server, retries=None) as client:
         team, template, user = await nda_target(client, sandbox_server)
         sandbox_server.set_faults([FaultRule(route=CREATE, reset=1.0)])
@@ -192,7 +194,7 @@ async def test_reset_before_processing(sandbox_server: SandboxServer) -> None:
 
     async with client_for(
         sandbox_server,
-        retries=FAST,
+        retries=TRUSTING,
         event_hooks={"retry": [lambda e: sandbox_server.set_faults([])]},
     ) as client:
         sandbox_server.set_faults([FaultRule(route=CREATE, reset=1.0)])
@@ -204,7 +206,28 @@ async def test_reset_before_processing(sandbox_server: SandboxServer) -> None:
 
 
 async def test_lost_response_is_not_duplicated(sandbox_server: SandboxServer) -> None:
-    """A processed request whose answer is lost is retried with its key: still one contract."""
+    """A processed request whose answer is lost is not sent again by default.
+
+    The service does not document Idempotency-Key; one that ignores it would make a
+    replayed create twice. So the client raises, the outcome unknown, after one attempt,
+    though its policy allows three.
+    """
+    async with client_for(sandbox_server, retries=FAST) as client:
+        team, template, user = await nda_target(client, sandbox_server)
+        sandbox_server.set_faults([FaultRule(route=CREATE, lost=1.0)])
+        with pytest.raises(ReadError, match="may have been processed") as caught:
+            await client.contracts.create(team, template_id=template, created_by=user, values={})
+        assert caught.value.outcome_unknown
+        assert caught.value.attempts == 1
+        sandbox_server.set_faults([])
+        listed = await client.contracts.list(team)
+    assert contracts_created(sandbox_server) == 1  # it was processed, once
+    assert len(listed) == 1  # and the caller can find it
+    assert sandbox_server.counters()["idempotent_replays"] == 0
+
+
+async def test_lost_response_replayed_under_a_trusted_key(sandbox_server: SandboxServer) -> None:
+    """With the key trusted, a lost answer is retried with its key: still one contract."""
     async with client_for(sandbox_server, retries=None) as client:
         team, template, user = await nda_target(client, sandbox_server)
         sandbox_server.set_faults([FaultRule(route=CREATE, lost=1.0)])
@@ -214,7 +237,7 @@ async def test_lost_response_is_not_duplicated(sandbox_server: SandboxServer) ->
 
     async with client_for(
         sandbox_server,
-        retries=FAST,
+        retries=TRUSTING,
         event_hooks={"retry": [lambda e: sandbox_server.set_faults([])]},
     ) as client:
         sandbox_server.set_faults([FaultRule(route=CREATE, lost=1.0)])
