@@ -485,8 +485,9 @@ class ContractClient(Sender):
             template_id: The template version; the newest if not given.
             require_all: Also refuse values that leave an applicable term unanswered.
             source_contract: Make it a copy of this contract.
-            idempotency_key: Your own key, to make repeating the call safe (1 to 255
-                visible ASCII characters).
+            idempotency_key: Your own ``Idempotency-Key`` (1 to 255 visible ASCII
+                characters), which makes repeating the call safe where the service
+                honours keys (see :meth:`Contracts.create`).
 
         Raises:
             TermValidationError: The values break the template's terms (nothing was sent).
@@ -555,8 +556,9 @@ class ContractClient(Sender):
             template_id: The template version; the newest if not given.
             require_all: Also refuse values that leave an applicable term unanswered.
             require_all_identity: Also require a value for every applicable identity field.
-            idempotency_key: Your own key, to make repeating the call safe (1 to 255
-                visible ASCII characters, ``-party-<index>`` included).
+            idempotency_key: Your own ``Idempotency-Key`` (1 to 255 visible ASCII
+                characters, ``-party-<index>`` included), which makes repeating the call
+                safe where the service honours keys.
 
         Returns:
             The contract and its collaborators, one per party in the order given.

@@ -186,9 +186,6 @@ class APIError(ContractSDKError):
         headers: The response headers.
         request_id: The response's request id header, if the service sent one (printable:
             header bytes that are not UTF-8 are shown as backslash escapes).
-        outcome_unknown: True for a 500, 502, 503 or 504 answer to a POST or PATCH: the
-            service may have processed the request before it failed, so sending it again
-            could repeat it (make a second contract); look for its effect first.
     """
 
     #: Whether a 5xx may follow the processing of a POST or PATCH (not a token request's).
@@ -219,7 +216,11 @@ class APIError(ContractSDKError):
 
     @property
     def outcome_unknown(self) -> bool:
-        """True when the request may have been processed (see the class's attributes)."""
+        """True for a 500, 502, 503 or 504 answer to a POST or PATCH.
+
+        The service may have processed the request before it failed, so sending it again
+        could repeat it (make a second contract): look for its effect first.
+        """
         return (
             self._may_process
             and self.status_code in _MAYBE_PROCESSED

@@ -353,7 +353,10 @@ async def contracts_get(args: argparse.Namespace) -> None:
     metavar="USER_ID",
     help="The user creating it.",
 )
-@click.option("--idempotency-key", help="Your own key, to make a repeated create safe.")
+@click.option(
+    "--idempotency-key",
+    help="Your own Idempotency-Key (a create repeated is made once where keys are honoured).",
+)
 async def contracts_create(args: argparse.Namespace) -> None:
     """Create a contract, checking its values first."""
     values = _parse_values(args)

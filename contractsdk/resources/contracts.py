@@ -97,10 +97,12 @@ class Contracts(Resource):
             require_all: Also refuse values that leave an applicable term unanswered.
             source_contract: Make the new contract a copy of this contract (sent as
                 ``source_contract``, endpoints.md M1); the values given still apply.
-            idempotency_key: Your own key (e.g. derived from your record's id), so that a
-                repeated call can never create a second contract: 1 to 255 visible ASCII
-                characters. One is generated per call otherwise, and reused by every retry
-                of that call.
+            idempotency_key: Your own key (e.g. derived from your record's id), sent as
+                ``Idempotency-Key``: 1 to 255 visible ASCII characters. One is generated
+                per call otherwise. A service that honours keys makes a repeated call once;
+                the Contract Service does not document that it does, so after a failure
+                it may have processed (``error.outcome_unknown``) the client sends the call
+                again only under ``Retries(trust_idempotency_keys=True)``.
 
         Raises:
             TermValidationError: The values break the terms (nothing was sent).
