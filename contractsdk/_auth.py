@@ -66,6 +66,7 @@ from ._exceptions import (
     ConfigurationError,
     ContractSDKError,
     TokenRequestError,
+    TransportError,
     client_closed,
     error_text,
 )
@@ -526,7 +527,13 @@ class TokenAuth:
         self.requests += 1
         logger.debug("requesting an access token from %s", self._token_url)
         started = self._clock()
-        response = await self._send(request)
+        try:
+            response = await self._send(request)
+        except TransportError as error:
+            # Raised to the call that needed the token, which was not sent: the "may have
+            # been processed" of a token request is not the call's.
+            error.outcome_unknown = False
+            raise
         if not response.is_success:
             raise self._error(
                 f"the token endpoint answered {response.status_code}: {_reason(response)}",

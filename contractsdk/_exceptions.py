@@ -96,9 +96,14 @@ class ContractSDKError(Exception):
 
     Attributes:
         attempts: How many attempts the failed call made (1 when it was not retried).
+        outcome_unknown: True when the call's request (this attempt's, or an earlier one's)
+            may have reached the service and been processed, so repeating the call could
+            repeat its effect (make a second contract): look for it first. The message
+            then says so.
     """
 
     attempts: int = 1
+    outcome_unknown: bool = False
 
     def __init__(self, message: str) -> None:
         # Whatever a server echoed, no credential a client holds is ever shown.
@@ -113,7 +118,17 @@ class ContractSDKError(Exception):
         text = self.message
         if self.attempts > 1:
             text += f" (after {self.attempts} attempts)"
+        where = self._where()
+        if where:
+            text += f" ({where})"
+        if self.outcome_unknown:
+            text += "; the request may have been processed"
         return text
+
+    def _where(self) -> str:
+        """The request the error is about, as ``METHOD path``, if it names one."""
+        method = self.__dict__.get("method")
+        return f"{method} {self.__dict__.get('url', '')}" if method else ""
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Keyword-only constructors do not survive the default pickling; rebuild from state.
@@ -133,24 +148,16 @@ class TransportError(ContractSDKError):
     Attributes:
         method: The HTTP method of the request.
         url: The request's path (no scheme, host or query string), as in :class:`APIError`.
-        outcome_unknown: True when the request may have reached the service and been
-            processed, so retrying a non-idempotent call could repeat it.
+        client_closed: The client's ``aclose()`` closed the connection under the request;
+            it is not retried (the client is closed).
     """
 
-    outcome_unknown: bool = False
+    client_closed: bool = False
 
     def __init__(self, message: str, *, method: str = "", url: str = "") -> None:
         super().__init__(message)
         self.method = method
         self.url = url
-
-    def __str__(self) -> str:
-        text = super().__str__()
-        if self.method:
-            text += f" ({self.method} {self.url})"
-        if self.outcome_unknown:
-            text += "; the request may have been processed"
-        return text
 
 
 class ConnectError(TransportError):
@@ -214,26 +221,26 @@ class APIError(ContractSDKError):
         self.headers: dict[str, str] = dict(headers or {})
         self.request_id = None if request_id is None else _shown_id(request_id)
 
-    @property
+    @property  # computed, unless a retry set it
     def outcome_unknown(self) -> bool:
-        """True for a 500, 502, 503 or 504 answer to a POST or PATCH.
+        """True for a 500, 502, 503 or 504 answer to a POST or PATCH, or set by a retry.
 
         The service may have processed the request before it failed, so sending it again
-        could repeat it (make a second contract): look for its effect first.
+        could repeat it (make a second contract): look for its effect first. A call
+        whose earlier attempt may have been processed ends with this set whatever its
+        last answer (a 429 or 409 to the replay of a create whose answer was lost).
         """
+        if self.__dict__.get("_unknown"):
+            return True
         return (
             self._may_process
             and self.status_code in _MAYBE_PROCESSED
             and self.method in _NOT_IDEMPOTENT
         )
 
-    def __str__(self) -> str:
-        text = super().__str__()
-        if self.method:
-            text += f" ({self.method} {self.url})"
-        if self.outcome_unknown:
-            text += "; the request may have been processed"
-        return text
+    @outcome_unknown.setter
+    def outcome_unknown(self, value: bool) -> None:
+        self._unknown = value
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(status_code={self.status_code!r}, message={self.message!r})"

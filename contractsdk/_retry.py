@@ -5,7 +5,8 @@ The decision matrix (DESIGN.md §5), applied by the pure :func:`should_retry`::
     failure                                   retried when
     ConnectError, ConnectTimeoutError         always: the request was never sent
     ReadTimeoutError, ReadError               the call is replayable: it may have been processed
-                                              (a POST only with ``Call.trust_key``: below)
+                                              (a POST only with ``Call.trust_key``: below),
+                                              and not one aclose() cut (``client_closed``)
     APIError 408, 429                         always: the service says it did not process it
                                               (429s up to ``rate_limited_attempts``: below)
     APIError 500, 502, 503, 504               the call is replayable (as above)
@@ -113,6 +114,8 @@ RETRY_COST: Final = 5
 TIMEOUT_RETRY_COST: Final = 10
 NO_RETRY_REFUND: Final = 1
 _TIMEOUT_STATUSES: Final = frozenset({408, 504})
+#: Methods whose repetition changes nothing, not even what a later answer says.
+_READS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 _MAX_EXPONENT: Final = 64
 
 
@@ -247,7 +250,7 @@ def should_retry(error: BaseException, *, call: Call) -> bool:
     if isinstance(error, ConnectError | ConnectTimeoutError):
         return True
     if isinstance(error, ReadTimeoutError | ReadError | TransportError):
-        return call.replayable
+        return call.replayable and not error.client_closed
     if isinstance(error, AuthenticationError):
         return False
     if isinstance(error, APIError):
@@ -298,6 +301,12 @@ class _Attempts:
 
     replay: BaseException | None  # the first attempt's error, fed to tenacity once
     last_cost: int = 0
+    # Taken from the budget for a retry not sent yet: given back if the call is cancelled
+    # in its backoff (a retry never sent costs nothing).
+    unsent: int = 0
+    # An attempt failed after it may have been processed: the call's last error says so,
+    # whatever it is (a 429 or 409 to the replay of a create whose answer was lost).
+    unknown: bool = False
 
 
 class Retrier:
@@ -408,14 +417,19 @@ class Retrier:
             if isinstance(first, ContractSDKError):
                 first.attempts = call.attempts
             raise first
-        state = _Attempts(replay=first)
+        state = _Attempts(replay=first, unknown=_may_be_processed(first, call))
 
         async def run() -> Response:
             if state.replay is not None:
                 error, state.replay = state.replay, None
                 raise error
+            state.unsent = 0
             call.attempts += 1
-            return await attempt(call)
+            try:
+                return await attempt(call)
+            except Exception as error:
+                state.unknown = state.unknown or _may_be_processed(error, call)
+                raise
 
         async def before_sleep(retry_state: RetryCallState) -> None:
             if on_retry is None:
@@ -443,6 +457,12 @@ class Retrier:
             response: Response = await retrying(run)
         except ContractSDKError as error:
             error.attempts = call.attempts
+            if state.unknown:
+                error.outcome_unknown = True
+            raise
+        except BaseException:  # cancelled (in a backoff: the retry paid for is not sent)
+            if self.budget is not None and state.unsent:
+                self.budget.refund(state.unsent)
             raise
         if self.budget is not None:
             self.budget.refund(state.last_cost)
@@ -481,8 +501,17 @@ class Retrier:
             cost = retry_cost(error)
             if not self.budget.take(cost):
                 return True
-            attempts.last_cost = cost
+            attempts.last_cost = attempts.unsent = cost
         return False
+
+
+def _may_be_processed(error: BaseException, call: Call) -> bool:
+    """Whether a failed attempt of a write (not a read) may have been processed."""
+    return (
+        isinstance(error, ContractSDKError)
+        and error.outcome_unknown
+        and call.request.method not in _READS
+    )
 
 
 def _exception(state: RetryCallState) -> Exception:

@@ -357,11 +357,13 @@ class AiohttpTransport:
 
 def _closed_under(request: Request) -> TransportError:
     """What a request gets when aclose() closed its connection under it, mid-request."""
-    return ReadError(
+    error = ReadError(
         "the client was closed while the request was under way",
         method=request.method,
         url=request.path,
     )
+    error.client_closed = True  # not retried: the retry would find the client closed
+    return error
 
 
 def _decoder(encoding: str, first: bytes) -> Any:

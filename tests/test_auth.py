@@ -350,3 +350,31 @@ async def test_debug_logs_hold_no_secret(caplog: pytest.LogCaptureFixture) -> No
     assert "→ GET /v1/users/7" in text  # the logs do say something
     for secret in (SECRET, API_KEY, "token-1", "token-2"):
         assert secret not in text
+
+
+async def test_a_token_request_cut_short_does_not_say_the_call_may_have_run() -> None:
+    """A reset on the token endpoint fails a create that was never sent: its error says so.
+
+    The token request's ReadError reached the create as its own, "the request may have
+    been processed" included, and a caller would have gone looking for a contract that
+    could not exist.
+    """
+    from contractsdk import ReadError
+
+    seen: list[str] = []
+
+    async def handler(request: Request) -> Response:
+        seen.append(request.path)
+        if request.path == "/oauth/token":
+            raise ReadError("the connection broke", method="POST", url=request.path)
+        return json_response(201, {"href": "/v1/users/7"})
+
+    credentials = ClientCredentials(client_id="cid", client_secret=SECRET)
+    async with ContractClient(
+        rate_limits=None, credentials=credentials, transport=MockTransport(handler), retries=None
+    ) as client:
+        with pytest.raises(ReadError) as caught:
+            await client.users.create(email="a@example.com", first_name="A", last_name="B")
+    assert seen == ["/oauth/token"]  # the create itself was never sent
+    assert not caught.value.outcome_unknown
+    assert "may have been processed" not in str(caught.value)

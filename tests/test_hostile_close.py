@@ -153,8 +153,13 @@ async def test_the_token_answered_in_time_is_used() -> None:
         assert all(isinstance(user, User) for user in await asyncio.gather(*calls))
 
 
-async def test_a_request_under_way_when_the_client_closes_says_so() -> None:
-    """Its connection closed under it: a ReadError (it may have been processed) that says why."""
+@pytest.mark.parametrize("kind", ["get", "delete"])
+async def test_a_request_under_way_when_the_client_closes_says_so(kind: str) -> None:
+    """Its connection closed under it: a ReadError (it may have been processed) that says why.
+
+    Not retried, though the method is idempotent: the retry found the client closed, and a
+    DELETE the service had carried out ended as ConfigurationError, "nothing was sent".
+    """
     arrived, done, handled = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
     async def never_answers(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -171,13 +176,17 @@ async def test_a_request_under_way_when_the_client_closes_says_so() -> None:
     server = await asyncio.start_server(never_answers, "127.0.0.1", 0)
     url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
     try:
-        client = ContractClient(api_key="Kq7-key-0123456789", base_url=url, retries=None)
-        call = asyncio.ensure_future(client.users.get(1))
+        client = ContractClient(api_key="Kq7-key-0123456789", base_url=url)
+        call = asyncio.ensure_future(
+            client.users.get(1) if kind == "get" else client.contracts.delete(5)
+        )
         await arrived.wait()
         await client.aclose()
         with pytest.raises(ReadError, match="closed while the request was under way") as caught:
             await call
         assert caught.value.outcome_unknown
+        assert caught.value.client_closed
+        assert caught.value.attempts == 1
     finally:
         done.set()
         await handled.wait()

@@ -10,6 +10,7 @@ import pytest
 import tenacity
 
 from contractsdk import (
+    APIError,
     ConnectError,
     NotFoundError,
     RateLimitError,
@@ -23,7 +24,7 @@ from contractsdk._http import Call
 from contractsdk._ratelimit import PACING, RateLimiter, RateLimits
 from contractsdk._retry import Retrier, Retries, RetryBudget, RetryEvent
 from tests._fakeclock import FakeClock
-from tests._retrykit import post, request, status_error
+from tests._retrykit import KEY, URL, post, request, status_error
 
 OK = Response(status_code=200, content=b"{}")
 
@@ -257,6 +258,58 @@ async def test_cancel_during_the_backoff_stops_everything() -> None:
     assert task.cancelled()
     assert len(script.requests) == 1
     assert clock.pending == 0
+
+
+async def test_a_retry_cancelled_in_its_backoff_costs_the_budget_nothing() -> None:
+    """The budget pays for a retry before its backoff; a cancel there gives it back.
+
+    Ten reads cancelled while they waited to retry left a budget of 50 empty, and the next
+    call that met one 503 was not retried.
+    """
+    clock = FakeClock()
+    budget = RetryBudget(50)
+    for _ in range(10):
+        script = Script(clock, [status_error(503), OK])
+        task = asyncio.ensure_future(
+            make_retrier(clock, budget=budget).call(Call(request()), script)
+        )
+        await clock.settle()
+        assert clock.pending == 1  # waiting to retry, the retry paid for
+        task.cancel()
+        await clock.settle()
+        assert task.cancelled()
+    assert budget.available == 50
+    script = Script(clock, [status_error(503), OK])
+    assert await clock.run(make_retrier(clock, budget=budget).call(Call(request()), script)) is OK
+
+
+@pytest.mark.parametrize(
+    ("method", "last", "unknown"),
+    [
+        ("POST", rate_limited(100.0), True),  # the replay's 429 is not the call's outcome
+        ("POST", status_error(409), True),  # the first attempt is still being processed
+        ("DELETE", status_error(404), True),  # gone: maybe by the first attempt
+        ("GET", status_error(404), False),  # a read changes nothing
+    ],
+)
+async def test_an_earlier_attempt_that_may_have_been_processed_is_not_forgotten(
+    method: str, last: APIError, unknown: bool
+) -> None:
+    """A write whose answer was lost, replayed and then refused, still says it may exist.
+
+    A create replayed under a trusted key after its answer was lost, and refused a 429,
+    ended as a plain RateLimitError ("not processed"), though the contract was made; the
+    caller who sent it again made a second one.
+    """
+    clock = FakeClock()
+    call = Call(Request(method=method, url=URL, headers=KEY), trust_key=True)
+    script = Script(clock, [ReadError("the connection broke"), last])
+    config = Retries(attempts=2, rate_limited_attempts=2, retry_after_max=1.0)
+    with pytest.raises(type(last)) as caught:
+        await clock.run(make_retrier(clock, config).call(call, script))
+    assert len(script.requests) == 2
+    assert caught.value.outcome_unknown is unknown
+    assert str(caught.value).endswith("; the request may have been processed") is unknown
 
 
 async def test_429s_are_retried_past_the_attempts() -> None:
