@@ -15,6 +15,7 @@ Spring-style JSON body, and malformed input never reaches a 500 (see ``_wire.py`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import logging
 
@@ -168,6 +169,11 @@ class _Pipeline:
         faults = self._emulator.counters.faults
         if fault.delay > 0:
             faults["latency"] += 1
+            # The request arrived whole before the service sat on it: a client that gives
+            # up meanwhile leaves it processed (read later, its body was gone with the
+            # connection, and a cancelled create never made its contract here).
+            with contextlib.suppress(web.HTTPException):  # too large: the handler says so
+                await request.read()
             await asyncio.sleep(fault.delay)
         outcome = fault.outcome
         if outcome is Outcome.RESET:

@@ -250,6 +250,35 @@ async def test_lost_response_replayed_under_a_trusted_key(sandbox_server: Sandbo
     assert sandbox_server.counters()["idempotent_replays"] == 1
 
 
+async def test_a_create_cancelled_while_the_service_works_is_still_made(
+    sandbox_server: SandboxServer,
+) -> None:
+    """The caller gives up after its create left; the service carries it out regardless.
+
+    As a real service would: the request had arrived whole. The emulator read the body only
+    after its injected latency, from a connection the client had closed, and so never
+    made the contract: tests against it could not see what a cancelled create leaves.
+    """
+    async with client_for(sandbox_server, retries=None) as client:
+        team, template, user = await nda_target(client, sandbox_server)
+        sandbox_server.set_faults([FaultRule(route=CREATE, latency=0.3)])
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(
+                client.contracts.create(
+                    team, template_id=template, created_by=user, values={"contract_name": "x"}
+                ),
+                0.1,
+            )
+        for _ in range(100):  # bounded: at most 2 s for the 0.3 s the service takes
+            if contracts_created(sandbox_server) == 1:
+                break
+            await asyncio.sleep(0.02)
+        sandbox_server.set_faults([])
+        names = [contract.name for contract in await client.contracts.list(team)]
+    assert contracts_created(sandbox_server) == 1
+    assert names == ["x"]  # the caller finds it by its name
+
+
 async def test_latency_beyond_the_timeout(sandbox_server: SandboxServer) -> None:
     """An answer slower than the client's timeout is a ReadTimeoutError."""
     # The server finishes the slow answer before it closes: 0.15 s keeps that wait short,
