@@ -276,6 +276,7 @@ class ContractClient(Sender):
         self._term_sets: FetchedOnce[int, TermSet] = FetchedOnce()
         self._closed = False
         self._root = self  # the client that owns the connections (see with_options)
+        self._backoffs: set[asyncio.Future[None]] = set()  # retries waiting: aclose() ends them
         self._extra_headers: dict[str, str] = {}
 
         self._attach_resources()
@@ -312,7 +313,28 @@ class ContractClient(Sender):
         if budget is None and retries.budget is not None:
             budget = RetryBudget(retries.budget)
         paced = self._limiter is not None
-        return Retrier(retries, budget=budget, clock=self._clock, sleep=self._sleep, paced=paced)
+        return Retrier(retries, budget=budget, clock=self._clock, sleep=self._backoff, paced=paced)
+
+    async def _backoff(self, seconds: float) -> None:
+        """Wait before a retry; ``aclose()`` ends the wait at once, and the call with it.
+
+        A call waiting out a 60 s ``Retry-After`` no longer outlives the client by a
+        minute: it raises the closed client's error, the retry not sent.
+        """
+        root = self._root
+        if root._closed:
+            raise client_closed()
+        sleeper = asyncio.ensure_future(self._sleep(seconds))
+        root._backoffs.add(sleeper)
+        try:
+            await asyncio.wait((sleeper,))  # the caller's own cancellation raises here
+        finally:
+            root._backoffs.discard(sleeper)
+            sleeper.cancel()
+        if root._closed:
+            raise client_closed()
+        if not sleeper.cancelled():
+            sleeper.result()  # an error of an injected sleep surfaces
 
     def with_options(
         self,
@@ -393,9 +415,14 @@ class ContractClient(Sender):
         self._closed = True
         if self._root is not self:
             return
-        # A create waiting for these gets the error any call to a closed client gets.
+        # A call waiting for any of these gets the error any call to a closed client gets,
+        # now (not when its turn would have come), and sends nothing.
         self._term_sets.cancel(error=client_closed)
         self.identity_fields._sets.cancel(error=client_closed)
+        if self._limiter is not None:
+            self._limiter.close(client_closed)
+        for sleeper in self._backoffs:
+            sleeper.cancel()
         await self._auth.aclose()
         if self._limiter is not None:
             await self._limiter.aclose()

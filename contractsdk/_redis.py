@@ -132,6 +132,7 @@ class SharedRedis:
         self._clock = clock
         self._down_since: float | None = None
         self._next_try = 0.0
+        self._closed = False  # after aclose(): every call fails at once, nothing reconnects
         self._trip: float | None = None  # seconds a call takes, smoothed (RFC 6298's SRTT)
         self._spread = 0.0  # how far calls stray from it (RTTVAR)
         self._looking: asyncio.Task[None] | None = None  # the PING for a Redis away
@@ -202,6 +203,8 @@ class SharedRedis:
         While Redis is marked down, fail at once, and look for it in the background every
         ``rejoin_after`` seconds; the first call after it answered tries.
         """
+        if self._closed:  # redis-py's pool would open a connection again, and leave it open
+            raise RedisUnavailableError("closed")
         if self._down_since is not None:
             if not self._found:
                 if self._looking is None and self._clock() >= self._next_try:
@@ -287,6 +290,7 @@ class SharedRedis:
 
     async def aclose(self) -> None:
         """Stop looking for Redis; close the connection pool if this object made it."""
+        self._closed = True
         looking = self._looking
         if looking is not None:
             looking.cancel()

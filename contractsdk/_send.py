@@ -16,6 +16,7 @@ per call as it can (issue 8: CPU per request).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -124,6 +125,7 @@ class Sender:
     _bearer: str  # the Authorization value for _token_seen
     _closed: bool
     _root: Sender
+    _backoffs: set[asyncio.Future[None]]  # the root's retries waiting: aclose() ends them
 
     def _build(
         self,

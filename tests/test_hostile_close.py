@@ -192,3 +192,76 @@ async def test_a_request_under_way_when_the_client_closes_says_so(kind: str) -> 
         await handled.wait()
         server.close()
         await server.wait_closed()
+
+
+async def _forever(seconds: float) -> None:
+    """A sleep that never ends: only aclose() can end a wait here."""
+    await asyncio.Event().wait()
+
+
+async def test_calls_queued_in_the_limiter_fail_at_once_on_aclose() -> None:
+    """Twenty calls waiting their turn all end with the closed client's error, none sent.
+
+    They used to end only when their turn came, at the paced rate (the last 9.4 s after
+    aclose() at 5/s), and through Redis each first took a slot of the shared bucket: a
+    client closing with 100 calls queued held another at half of a shared rate for 19 s.
+    """
+    sent: list[str] = []
+
+    def handler(request: Request) -> Response:
+        sent.append(request.path)
+        return json_response(200, {"id": 1})
+
+    client = mock_client(
+        handler, api_key="Kq7-key-0123456789", rate_limits=RateLimits(read=1), sleep=_forever
+    )
+    await client.users.get(1)  # the bucket's one slot: the others wait, for ever here
+    waiting = [asyncio.ensure_future(client.users.get(2 + n)) for n in range(20)]
+    await _until(lambda: client.rate_limits.read.waiting == 20, "the calls wait")  # type: ignore[union-attr]
+    await client.aclose()
+    await _until(lambda: all(task.done() for task in waiting), "every waiting call ends")
+    for task in waiting:
+        with pytest.raises(ConfigurationError, match=CLOSED):
+            task.result()
+    assert sent == ["/v1/users/1"]
+
+
+async def test_a_retry_waiting_out_its_backoff_ends_on_aclose() -> None:
+    """A call waiting to retry (here a 503's backoff) ends with the closed client's error."""
+    from contractsdk import Retries
+
+    tried: list[str] = []
+
+    def handler(request: Request) -> Response:
+        tried.append(request.path)
+        return json_response(503, {"message": "busy"})
+
+    client = mock_client(
+        handler, api_key="Kq7-key-0123456789", retries=Retries(attempts=3), sleep=_forever
+    )
+    call = asyncio.ensure_future(client.users.get(1))
+    await _until(lambda: len(client._backoffs) == 1, "the call waits to retry")
+    await client.aclose()
+    await _until(call.done, "the call ends")
+    with pytest.raises(ConfigurationError, match=CLOSED):
+        call.result()
+    assert tried == ["/v1/users/1"]  # the retry was not sent
+
+
+async def test_a_caller_cancelling_its_call_in_a_backoff_still_gets_its_cancellation() -> None:
+    """Cancelled by its own task while it waits to retry: CancelledError, not an error."""
+    from contractsdk import Retries
+
+    client = mock_client(
+        lambda request: json_response(503, {"message": "busy"}),
+        api_key="Kq7-key-0123456789",
+        retries=Retries(attempts=3),
+        sleep=_forever,
+    )
+    call = asyncio.ensure_future(client.users.get(1))
+    await _until(lambda: len(client._backoffs) == 1, "the call waits to retry")
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert not client._backoffs
+    await client.aclose()

@@ -856,3 +856,51 @@ async def test_grant_is_fresh_only_in_its_epoch(
     await grant_times(second, 1)  # second learns the new epoch with its next grant
     await second.record(Grant("write", old.epoch, 0.0), 429, {})
     assert second.state.write.rate == lowered
+
+
+async def test_a_closed_client_reserves_nothing_more_and_reopens_no_connection(
+    redis_server: RedisServer,
+) -> None:
+    """Calls queued at aclose() fail at once: none takes a slot of the shared bucket after.
+
+    They used to reserve a slot each when their turn came, then throw it away: another
+    client of the credential ran at half the shared rate for 19 s, and redis-py's pool,
+    closed, opened a connection again and left it open.
+    """
+    from contractsdk import ConfigurationError, ContractClient
+    from contractsdk.testing import MockTransport
+
+    async def forever(seconds: float) -> None:
+        await asyncio.Event().wait()
+
+    client = ContractClient(
+        api_key="Kq7-key-0123456789",
+        transport=MockTransport(lambda request: json_response(200, {"id": 1})),
+        rate_limits=RateLimits(read=1),
+        redis=redis_server.url,
+        retries=None,
+        sleep=forever,
+    )
+    await client.users.get(1)
+    waiting = [asyncio.ensure_future(client.users.get(2 + n)) for n in range(10)]
+    for _ in range(1_000):  # bounded: the calls queue within a few loop turns
+        if client.rate_limits is not None and client.rate_limits.read.waiting == 10:
+            break
+        await asyncio.sleep(0.001)
+    inspector = aioredis.Redis.from_url(redis_server.url)
+    try:
+        before = await inspector.info("commandstats")
+        await client.aclose()
+        await asyncio.wait(waiting, timeout=5)
+        after = await inspector.info("commandstats")
+        clients = (await inspector.info("clients"))["connected_clients"]
+    finally:
+        await inspector.aclose()
+    for task in waiting:
+        assert task.done()
+        with pytest.raises(ConfigurationError, match="closed"):
+            task.result()
+    scripts = ("cmdstat_evalsha", "cmdstat_eval")
+    calls = [before.get(name, {}).get("calls", 0) for name in scripts]
+    assert [after.get(name, {}).get("calls", 0) for name in scripts] == calls
+    assert clients == 1  # the inspector only

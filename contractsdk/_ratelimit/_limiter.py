@@ -504,6 +504,11 @@ class RateLimiter:
             shared=store.shared,
         )
 
+    def close(self, error: Callable[[], BaseException]) -> None:
+        """Fail every request waiting for its turn, and every later one, with ``error()``."""
+        for queue in self._queues.values():
+            queue.close(error)
+
     async def aclose(self) -> None:
         """Stop reserving ahead and release the store's connections."""
         for queue in self._queues.values():

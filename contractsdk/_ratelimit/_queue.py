@@ -31,7 +31,7 @@ import contextlib
 import itertools
 import math
 from collections import deque
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from contractsdk._exceptions import RateLimiterTimeoutError
@@ -129,6 +129,8 @@ class _Queue:
         self._deadlines = 0  # waiters in the queue with a deadline
         self._wake: asyncio.Future[None] | None = None
         self._kicked = False  # the head's last nap ended by _kick, not by its timer
+        # Set by close(): what every waiter, and every later arrival, raises.
+        self._closed: Callable[[], BaseException] | None = None
         # The head was woken by a faster rate, and nothing since invalidated its slot.
         self._risen = False
         # What this process measured in the current epoch (for the admitted share).
@@ -314,6 +316,8 @@ class _Queue:
         grant = self.try_now()
         if grant is not None:
             return grant
+        if self._closed is not None:
+            raise self._closed()
         limiter = self._limiter
         now = limiter._clock()
         waiter = _Waiter(now, None if timeout is None else now + timeout)
@@ -354,6 +358,8 @@ class _Queue:
         while True:
             if self._probing:
                 await self._await_probe(waiter)
+            if self._closed is not None:
+                raise self._closed()
             schedule = self.schedule
             self._risen = False
             generation = self._generation
@@ -385,6 +391,8 @@ class _Queue:
                         if now >= due - _EPSILON:
                             return slot
                     kicked = await self._nap(due - now + slack)
+                    if self._closed is not None:
+                        raise self._closed()
                     now = limiter._clock()
                     if now >= due - _EPSILON:
                         return slot
@@ -399,6 +407,8 @@ class _Queue:
                     if not (self._risen and shared):
                         break
             except BaseException:
+                if self._closed is not None:
+                    raise  # the store closes too: a slot given back now would reopen it
                 if shared and len(self._queue) > 1 and generation == self._generation:
                     # Still good: the next head takes it (given back, a slot with others
                     # reserved after it is lost).
@@ -599,6 +609,21 @@ class _Queue:
         task = asyncio.get_running_loop().create_task(_quietly(self._give_back(self._drop_held())))
         self._returning.add(task)
         task.add_done_callback(self._returning.discard)
+
+    def close(self, error: Callable[[], BaseException]) -> None:
+        """Fail every waiter now with ``error()``, and every later one (the client closes).
+
+        The head wakes from its nap (or its wait for a probe's answer) and raises too: no
+        waiter is granted after it, and none reserves a slot of a shared bucket (a closed
+        client's queued calls took half a shared rate for as long as they took to drain).
+        """
+        self._closed = error
+        for waiter in self._queue:
+            if waiter.future is not None and not waiter.future.done():
+                waiter.future.set_exception(error())
+        self._kick()
+        if self._probe_answer is not None:
+            _resolve(self._probe_answer)
 
     async def stop(self) -> None:
         """Stop reserving ahead, and finish giving back what was left (the limiter closes)."""
