@@ -158,6 +158,8 @@ DEFAULT_TOKEN_LIFETIME = 3600.0
 MAX_TOKEN_LIFETIME = 86_400.0
 #: The fields of a token answer (RFC 6749 §5.1, OpenID Connect) or request that are secret.
 SECRET_FIELDS = frozenset({"access_token", "refresh_token", "id_token", "client_secret"})
+#: The shared token and its life left in milliseconds (PTTL), in one round trip.
+_READ_TOKEN = "return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}"
 #: Seconds between looks at the shared token while another process fetches it.
 TOKEN_POLL = 0.05
 #: What an access token may hold to be sent in a header: visible ASCII (RFC 6750 §2.1's
@@ -429,8 +431,7 @@ class TokenAuth:
         owner = secrets.token_hex(8)
         while True:
             try:
-                sealed = await shared.call(lambda: client.get(key))
-                token = self._unseal(sealed)
+                token = await self._read_shared(shared, key)
                 if token is not None and self._clock() < token.refresh_at:
                     return token
                 locked = await shared.call(
@@ -447,7 +448,7 @@ class TokenAuth:
             # Another process may have stored its token and let go of the lock between our
             # read and our lock: read again before asking the token endpoint a second time.
             with contextlib.suppress(RedisUnavailableError):
-                token = self._unseal(await shared.call(lambda: client.get(key)))
+                token = await self._read_shared(shared, key)
                 if token is not None and self._clock() < token.refresh_at:
                     return token
             token = await self._request()
@@ -462,6 +463,20 @@ class TokenAuth:
             with contextlib.suppress(RedisUnavailableError):
                 await shared.call(lambda: release(keys=[lock], args=[owner]))
 
+    async def _read_shared(self, shared: SharedRedis, key: str) -> _Token | None:
+        """The shared token, if one fit to use is there: its life left as Redis counts it.
+
+        The key's own TTL (set from the fetching process's monotonic clock), not the
+        expiry sealed in it (that process's wall clock): a host whose clock ran 16 s behind
+        sent the shared token past its end, and met four times the 401s.
+        """
+        read = shared.script("token-read", _READ_TOKEN)
+        answer = await shared.call(lambda: read(keys=[key], args=[]))
+        if not isinstance(answer, list) or len(answer) != 2:
+            return None
+        stored, left = answer
+        return self._unseal(stored, left / 1000 if isinstance(left, int) and left > 0 else None)
+
     def _seal(self, token: _Token) -> str:
         """Return the token as stored in Redis: sealed, then base64.
 
@@ -471,8 +486,11 @@ class TokenAuth:
         data = json.dumps({"access_token": token.value, "expires": expires}).encode()
         return base64.urlsafe_b64encode(seal(self._secret, data)).decode()
 
-    def _unseal(self, stored: object) -> _Token | None:
-        """Read a shared token; one not sealed with our secret (or malformed) is None."""
+    def _unseal(self, stored: object, left: float | None = None) -> _Token | None:
+        """Read a shared token; one not sealed with our secret (or malformed) is None.
+
+        ``left``: seconds of life Redis gives the key; None: go by the sealed expiry.
+        """
         try:
             text = stored.decode() if isinstance(stored, bytes) else stored
             if not isinstance(text, str):
@@ -491,7 +509,8 @@ class TokenAuth:
             return None
         if not math.isfinite(expires):
             return None
-        left = expires - self._wall_clock()
+        if left is None:
+            left = expires - self._wall_clock()
         if left <= 0:
             return None
         return self._token(value, left, self._clock(), sealed=text)

@@ -904,3 +904,36 @@ async def test_a_closed_client_reserves_nothing_more_and_reopens_no_connection(
     calls = [before.get(name, {}).get("calls", 0) for name in scripts]
     assert [after.get(name, {}).get("calls", 0) for name in scripts] == calls
     assert clients == 1  # the inspector only
+
+
+async def test_a_shared_token_lives_as_long_as_redis_says_whatever_the_wall_clocks(
+    redis_server: RedisServer,
+) -> None:
+    """A host whose wall clock runs behind does not use the shared token past its end.
+
+    Its life was the expiry sealed in by the fetching host's wall clock, read against the
+    reader's: 16 s behind, a host sent the token 16 s past its end (four times the 401s).
+    Now it is the key's TTL, which Redis counts.
+    """
+    shared = SharedRedis(redis_server.url, prefix="contractsdk:test-token-clock:", timeout=10.0)
+
+    async def token_endpoint(request: Request) -> Response:
+        return json_response(200, {"access_token": "at-1", "expires_in": 60})
+
+    credentials = ClientCredentials(client_id="cid", client_secret="s3cr3t-client-secret")
+    fetcher = TokenAuth(credentials, Environment.SANDBOX, token_endpoint, shared=shared)
+    behind = TokenAuth(
+        credentials,
+        Environment.SANDBOX,
+        token_endpoint,
+        shared=shared,
+        wall_clock=lambda: time.time() - 1000,
+    )
+    try:
+        assert await fetcher.token() == "at-1"
+        assert await behind.token() == "at-1"  # read from Redis, not fetched again
+        cached = behind._cached
+        assert cached is not None
+        assert 50 < cached.expires_at - time.monotonic() <= 60
+    finally:
+        await shared.aclose()
