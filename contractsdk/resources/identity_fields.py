@@ -25,13 +25,15 @@ class IdentityFields(Resource):
     """Read identity fields (reference/endpoints.md §1 #23).
 
     Like a template's terms, a template version's identity fields do not change once it
-    is published, so each (template, roles, side) is fetched once per client and kept;
-    concurrent first calls share one request.
+    is published, so each (template, roles, side) is fetched once per client and kept (the
+    1,024 most recently used); concurrent first calls share one request.
     """
 
     def __init__(self, client: ContractClient) -> None:
         super().__init__(client)
-        self._sets: FetchedOnce[_Key, IdentityFieldSet] = FetchedOnce()
+        # A template has a few (roles, side) pairs a party takes, ~11 KiB each: 1,024 cover
+        # the templates of the client's 256 term sets at four pairs each, in ~11 MiB at most.
+        self._sets: FetchedOnce[_Key, IdentityFieldSet] = FetchedOnce(limit=1024)
 
     async def list(
         self,
