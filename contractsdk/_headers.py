@@ -121,7 +121,12 @@ def _number(text: str | None) -> float | None:
 
 
 def _reset_seconds(value: float | None, *, now: float) -> float | None:
-    """Turn a reset value into seconds from now, guessing whether it is an epoch."""
+    """Turn a reset value into seconds from now, guessing whether it is an epoch.
+
+    An epoch is the server's clock read against ours (``now``): either clock off puts the
+    reset off by as much. The limiter does not keep such a reading as the window for good
+    (``RateLimiter._reset_seen``).
+    """
     if value is None:
         return None
     if value > _EPOCH_MS:

@@ -15,8 +15,8 @@ What it decides, per bucket:
 * **Rate, unknown limit.** A *slow start* at ``SLOW_START_RATE`` doubles every
   ``SLOW_START_DOUBLING`` busy seconds while the bucket is backlogged, and never past
   three times what is sent (a client that does not use its rate never raises it). When the
-  server's headers name a limit (``X-RateLimit-Limit``, read per the longest reset seen,
-  at least a second), the slow start jumps straight to it.
+  server's headers name a limit (``X-RateLimit-Limit``, read per the longest reset seen
+  lately, at least a second), the slow start jumps straight to it.
 * **At a known limit, two strikes.** A first fresh 429 while the rate is at its known
   ceiling only pauses (and starts a new epoch, so its echoes are not fresh): the network
   and the event loop bunch requests up, and a server paced to the millisecond refuses one
@@ -64,9 +64,10 @@ What it decides, per bucket:
   Such a decrease cuts by ``SAME_BETA`` only: the limit is known, and a step under it
   lets the server recover.
 * **A limit the server names is a ceiling for the learning.** ``X-RateLimit-Limit`` (or
-  its IETF forms) over the longest reset seen, at least a second, is where a slow start
-  jumps, the most W can be, and the most the rate climbs to: probing past the quota of a
-  window finds only 429s and a pause until the window ends.
+  its IETF forms) over the longest reset seen lately (``RateLimiter._reset_seen``), at
+  least a second, is where a slow start jumps, the most W can be, and the most the rate
+  climbs to: probing past the quota of a window finds only 429s and a pause until the
+  window ends.
 * **Remaining 0 is a hint, not a collapse.** A success that says the server's counter ran
   out means its bucket is empty now, not that the rate is wrong (a server with a burst of
   1 says it after every request). It empties the client's bucket (no burst into an empty

@@ -69,6 +69,10 @@ PUBLISH_STEP = 0.02
 #: Through a shared store, how many times a learning step is decided again on what another
 #: process wrote first (each a compare-and-set).
 _CAS_TRIES = 3
+#: How much earlier than the longest reset read lately a later answer may say its counter
+#: resets before that reading is void (``RateLimiter._reset_seen``): a reset in whole
+#: seconds is up to one off, and answers are taken in late by different amounts.
+RESET_SLACK = 2.0
 
 
 @attrs.frozen(kw_only=True)
@@ -298,8 +302,12 @@ class RateLimiter:
         declared = hints.rate
         if declared is not None and declared != queue.server_rate:
             return False
-        if hints.reset is not None and hints.reset > queue.max_reset:
-            return False
+        reset = hints.reset
+        if reset is not None:
+            if reset > queue.max_reset:
+                return False
+            if reset > queue.reset_longest:  # kept for the span (_reset_seen)
+                queue.reset_longest = reset
         remaining = hints.remaining
         if remaining is None:
             return True
@@ -313,6 +321,40 @@ class RateLimiter:
             local.cap_tokens(queue.name, queue.schedule, remaining, self._clock())
         queue.server_remaining = remaining
         return True
+
+    def _reset_seen(self, queue: _Queue, reset: float, now: float) -> None:
+        """Take a counter's reset into the window a limit named alone is read per.
+
+        The window is at least the longest reset the server shows (a fixed window's
+        counter resets its length after it starts, a token bucket fills in its limit's
+        worth of refill), but only the longest shown lately: in this span of readings and
+        the one before, a span lasting the window taken (at least a second), so that a
+        window's own length comes round again in every two. One reset read wrong (an
+        epoch against a wall clock off for a moment, ours or the server's; an absurd
+        value, cut to ``max_pause``) would otherwise hold the learning at limit / that
+        reset for the rest of the client's life. And no counter resets sooner than it said
+        (a window's end, a bucket's time to full and a log's oldest entry only move
+        later): an answer whose counter resets more than ``RESET_SLACK`` before the one
+        that last raised the window said voids that one at once.
+        """
+        reset = min(reset, self._max_pause)
+        until = now + reset
+        if until < queue.reset_at - RESET_SLACK:  # the longest read lately was wrong
+            queue.reset_before = 0.0
+            queue.reset_longest = 0.0
+            queue.max_reset = 1.0
+            queue.reset_at = until  # this answer's word stands instead
+            queue.reset_span_end = now + max(1.0, reset)
+        elif now >= queue.reset_span_end:  # a new span: the one before the last is forgotten
+            queue.reset_before = queue.reset_longest
+            queue.reset_longest = 0.0
+            queue.max_reset = max(1.0, queue.reset_before)
+            queue.reset_span_end = now + queue.max_reset
+        if reset > queue.reset_longest:
+            queue.reset_longest = reset
+        if reset > queue.max_reset:
+            queue.max_reset = reset
+            queue.reset_at = until
 
     def abandon(self, grant: Grant) -> None:
         """The request of ``grant`` ended without an answer (an error, or cancelled).
@@ -337,8 +379,9 @@ class RateLimiter:
         fresh = grant.epoch == queue.epoch
         if hints.limit is not None:
             queue.server_limit = hints.limit
-        if hints.reset is not None and hints.reset > queue.max_reset:
-            queue.max_reset = min(hints.reset, self._max_pause)
+        now = self._clock()
+        if hints.reset is not None:
+            self._reset_seen(queue, hints.reset, now)
         if hints.remaining is not None:
             queue.server_remaining = hints.remaining
             if hints.remaining + 1 > queue.server_burst and not throttled:
@@ -356,7 +399,6 @@ class RateLimiter:
         ):
             queue.server_rate = declared  # the server's declared policy: a ceiling
             control = attrs.evolve(self._initial(queue), epoch=control.epoch)
-        now = self._clock()
         if isinstance(store, LocalStore):
             busy = store.advance(grant.bucket, queue.schedule.rate, now)
         else:  # the shared busy clock, as of the last grant, moved on by local time

@@ -138,7 +138,15 @@ class _Queue:
         self.answered = 0
         self.refused = 0  # the answers that were 429 (the others were admitted)
         self.epoch_start = 0.0  # busy time this process saw the epoch begin
-        self.max_reset = 1.0  # the longest counter reset seen: the window is at least this
+        # The window taken for a limit named without one: the longest counter reset seen
+        # lately (RateLimiter._reset_seen), at least a second. The reset instant (clock)
+        # the reading that last raised it named; the longest reset read in the current
+        # span of readings, in the span before, and when the current span ends.
+        self.max_reset = 1.0
+        self.reset_at = -math.inf
+        self.reset_longest = 0.0
+        self.reset_before = 0.0
+        self.reset_span_end = -math.inf
         self.admitted_meter = Meter()  # answers that were not 429, per busy second
         # The same over exactly the last busy second: in a window of that span, every
         # kind of server that keeps refusing admits its limit.
