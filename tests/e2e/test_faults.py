@@ -262,7 +262,7 @@ async def test_a_create_cancelled_while_the_service_works_is_still_made(
     async with client_for(sandbox_server, retries=None) as client:
         team, template, user = await nda_target(client, sandbox_server)
         sandbox_server.set_faults([FaultRule(route=CREATE, latency=0.3)])
-        with pytest.raises(TimeoutError):
+        with pytest.raises(asyncio.TimeoutError):  # TimeoutError's alias from 3.11 only
             await asyncio.wait_for(
                 client.contracts.create(
                     team, template_id=template, created_by=user, values={"contract_name": "x"}
