@@ -213,6 +213,41 @@ async def test_incomplete_parties_shown_then_retried(tmp_path: Path) -> None:
         assert sorted(counts.values()) == [2] * 6
 
 
+async def test_a_team_member_s_own_collaborator_is_not_taken_for_the_party(
+    tmp_path: Path,
+) -> None:
+    """A retried party whose user already collaborates (as the team's members do) is added.
+
+    The service makes every team member a collaborator of the team's contracts. The retry
+    of a party whose add failed found that collaborator by its user id alone and marked the
+    party added: its roles and values were never set, and the row said complete.
+    """
+    journal = tmp_path / "job.db"
+    faults = [FaultRule(ADD, status_503=1.0)]
+    async with SandboxServer(port=0, write_rate=None, read_rate=None, faults=faults) as server:
+        landlord, tenant = server.users[0].id, server.users[1].id
+        async with emulator_client(server, retries=None) as client:
+            first = job(client, party_rows(1, landlord, tenant), journal, server)
+            outcomes = await asyncio.wait_for(_collect(first), LIMIT)
+            assert outcomes[0].parties_missing == ("landlord", "tenant")
+            contract = outcomes[0].contract_id
+            assert contract is not None
+            server.set_faults([])
+            # The landlord's user collaborates already, with no role but collaborator.
+            await client.collaborators.create(
+                contract, user_id=landlord, inviter_id=landlord, roles="collaborator", side="first"
+            )
+            again = await BulkJob.from_journal(client, journal, round_delay=0.0)
+            retried = await asyncio.wait_for(_collect(again, retry=True), LIMIT)
+            listed = await client.collaborators.list(contract)
+        # Not taken as added: the add is tried, and the emulator refuses a user added twice.
+        assert "landlord" in retried[0].parties_missing
+        status = await read_status(journal)
+        assert "already a collaborator" in status.incomplete[0][3], status.incomplete
+        assert again.summary is not None and again.summary.incomplete == 1
+        assert [set(c.roles) for c in listed if c.user_id == landlord] == [{"collaborator"}]
+
+
 @pytest.mark.e2e
 async def test_a_party_fixed_in_the_file_is_added_by_the_next_run(tmp_path: Path) -> None:
     """A tenant's user id that does not exist, then fixed in the file: the next run adds it.

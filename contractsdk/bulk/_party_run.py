@@ -25,9 +25,12 @@ from contractsdk.bulk._steps import (
     missing_parties,
     steps_of,
 )
+from contractsdk.models import Role
 
 if TYPE_CHECKING:
+    from contractsdk.bulk._parties import BulkParty
     from contractsdk.bulk._run import Run
+    from contractsdk.models import Collaborator
 
 __all__ = ["PartySteps"]
 
@@ -105,7 +108,7 @@ class PartySteps:
                 message = f"the contract's parties could not be listed: {exc}"
                 await journal.call(lambda j: mark_step_failed(j, key, name, message, known=False))
                 return False
-            found = [c for c in collaborators if c.user_id == step.user_id]
+            found = [c for c in collaborators if c.user_id == step.user_id and _as_party(c, party)]
             if found:
                 await journal.call(lambda j: mark_added(j, key, name, found[0].id))
                 return True
@@ -143,3 +146,17 @@ def _step_key(row_key: str, step: PartyStep) -> str:
     """
     sent = json.dumps([step.user_id, sorted(step.values.items())], separators=(",", ":"))
     return f"{row_key}-{step.party}-{hashlib.sha256(sent.encode()).hexdigest()[:8]}"
+
+
+def _as_party(collaborator: Collaborator, party: BulkParty) -> bool:
+    """Whether a collaborator of the party's user can be the party this job added.
+
+    The service makes every member of a team a collaborator of the team's contracts
+    (service-api.md: CONCEPTS, COLLABS). One holding no role but ``collaborator`` is that
+    member, not the party: taken for it, the party's roles and values were never set and
+    the row said complete. (How the service shows a role such as
+    ``party_with_signatory`` is not documented: any other role counts.)
+    """
+    if all(role is Role.COLLABORATOR for role in party.roles):
+        return True
+    return any(role.lower() != Role.COLLABORATOR.value for role in collaborator.roles)
