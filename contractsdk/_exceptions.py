@@ -42,7 +42,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from ._headers import parse_retry_after, request_id
+from ._headers import parse_retry_after, request_id, server_now
 from ._redact import scrub, scrub_cut
 
 if TYPE_CHECKING:
@@ -507,7 +507,8 @@ def error_from_response(response: Response, *, now: float) -> APIError:
         "request_id": request_id(response.headers),
     }
     if cls is RateLimitError:
-        kwargs["retry_after"] = parse_retry_after(response.headers, now=now)
+        headers = response.headers
+        kwargs["retry_after"] = parse_retry_after(headers, now=server_now(headers, now))
     return cls(f"{status} {reason}", **kwargs)
 
 

@@ -18,6 +18,7 @@ __all__ = [
     "parse_rate_limit_headers",
     "parse_retry_after",
     "request_id",
+    "server_now",
 ]
 
 #: Headers a service may use to name the request, checked in order.
@@ -120,12 +121,52 @@ def _number(text: str | None) -> float | None:
     return value if math.isfinite(value) and value >= 0 else None
 
 
+#: How far the server's ``Date`` may be from our clock before its epochs and dates are
+#: read against it instead: ``Date`` counts whole seconds, and the answer took a while.
+#: Past a day it is taken for garbage (a clock at 1970), not a skew.
+DATE_TRUST: Final = 2.0
+DATE_MOST: Final = 86_400.0
+#: The last ``Date`` read, and the time it names (None: unreadable): it changes once a
+#: second, so one entry spares a parse per answer.
+_last_date: tuple[str, float | None] = ("", None)
+
+
+def server_now(headers: Mapping[str, str], now: float) -> float:
+    """The server's time: ``now`` (our wall clock), or its ``Date`` where the two disagree.
+
+    An epoch reset or a date in ``Retry-After`` is the server's clock; read against ours,
+    a skew between them puts every reset off by as much, for as long as it lasts (a server
+    30 s ahead named a window of 31 s for one of 1 s, and a learning client paced at a
+    30th of the limit). ``Date`` says what the server's clock reads: off ours by more than
+    :data:`DATE_TRUST` (and by no more than :data:`DATE_MOST`), it is the clock to read
+    them against (the middle of its second).
+    """
+    global _last_date
+    text = headers.get("date")
+    if text is None:
+        return now
+    if _last_date[0] == text:
+        date = _last_date[1]
+    else:
+        try:
+            when = email.utils.parsedate_to_datetime(text.strip())
+            date = when.timestamp() if when.tzinfo is not None else None
+        except (TypeError, ValueError, IndexError, OverflowError, OSError):
+            date = None
+        if date is not None and not math.isfinite(date):
+            date = None
+        _last_date = (text, date)
+    if date is None or not DATE_TRUST < abs(date + 0.5 - now) <= DATE_MOST:
+        return now
+    return date + 0.5
+
+
 def _reset_seconds(value: float | None, *, now: float) -> float | None:
     """Turn a reset value into seconds from now, guessing whether it is an epoch.
 
-    An epoch is the server's clock read against ours (``now``): either clock off puts the
-    reset off by as much. The limiter does not keep such a reading as the window for good
-    (``RateLimiter._reset_seen``).
+    An epoch is the server's clock, read against ``now`` (:func:`server_now`). A moment
+    of skew the ``Date`` does not show still puts a reset off: the limiter does not keep
+    such a reading as the window for good (``RateLimiter._reset_seen``).
     """
     if value is None:
         return None
@@ -273,13 +314,15 @@ def parse_rate_limit_headers(headers: Mapping[str, str], *, now: float) -> RateL
 
     Args:
         headers: The response headers (a plain dict is read case-insensitively too).
-        now: The wall-clock time (``time.time()``), for HTTP dates and epochs.
+        now: The wall-clock time (``time.time()``), for HTTP dates and epochs: the
+            server's ``Date`` instead where the two disagree (:func:`server_now`).
     """
     if not isinstance(headers, Headers):
         headers = Headers(headers)
     found = headers.pick(_RATE_LIMIT_HEADERS)  # one pass; a plain dict for a dozen lookups
     if not found:
         return _NO_HINTS
+    now = server_now(headers, now)
     get = found.get
     limit: float | None = None
     window: float | None = None

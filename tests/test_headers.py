@@ -160,3 +160,38 @@ def test_bad_header_values_are_ignored(headers: dict[str, str]) -> None:
     assert found.retry_after is None
     assert found.rate is None
     assert found.remaining is None
+
+
+@pytest.mark.parametrize(
+    ("date_off", "reset"),
+    [
+        (30.0, 0.5),  # the server's clock 30 s ahead: its Date says so, and is the clock read
+        (-30.0, 0.5),  # or behind (a Date is read as the middle of its second)
+        (0.0, 0.7),  # close to ours: ours, to the fraction (a Date counts whole seconds)
+        (None, 0.7),  # no Date: ours
+    ],
+)
+def test_an_epoch_reset_is_read_by_the_server_s_clock(date_off: float | None, reset: float) -> None:
+    """A server whose clock is off ours names its window's end by its clock, and its Date.
+
+    Read against our clock, a server 30 s ahead named a reset of 31 s for a window of 1 s
+    for as long as its clock stayed off, and a learning client paced at a 30th of the limit.
+    """
+    server = NOW_WALL + (date_off or 0.0)  # the server's clock, at a whole second
+    headers = {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": f"{server + 1:.0f}"}
+    if date_off is not None:
+        headers["Date"] = email.utils.formatdate(server, usegmt=True)
+    hints = parse_rate_limit_headers(headers, now=NOW_WALL + 0.3)  # ours: 0.3 s into it
+    assert hints.reset == pytest.approx(reset, abs=1e-6)
+
+
+@pytest.mark.parametrize("date", ["Thu, 01 Jan 1970 00:00:00 GMT", "not a date", ""])
+def test_a_date_far_off_or_unreadable_never_makes_a_reset_absurd(date: str) -> None:
+    """A Date from 1970 (more than a day off ours) or garbage is not the server's clock."""
+    headers = {
+        "X-RateLimit-Remaining": "0",
+        "X-RateLimit-Reset": f"{NOW_WALL + 2:.0f}",
+        "Date": date,
+    }
+    hints = parse_rate_limit_headers(headers, now=NOW_WALL)
+    assert hints.reset == pytest.approx(2.0)  # read by our clock

@@ -10,6 +10,7 @@ rest of its life. Every test here runs on a fake clock: no timing enters an asse
 
 from __future__ import annotations
 
+import email.utils
 import math
 from collections.abc import Callable
 
@@ -37,6 +38,7 @@ class FixedWindow:
         self.window = window
         self.form = form
         self.skew = 0.0
+        self.date = False  # send a Date header, by the server's clock
         self.index = -1
         self.count = 0
         self.refused = 0
@@ -59,6 +61,8 @@ class FixedWindow:
             "X-RateLimit-Remaining": str(max(0, self.limit - self.count)),
             "X-RateLimit-Reset": reset,
         }
+        if self.date:
+            headers["Date"] = email.utils.formatdate(math.floor(now), usegmt=True)
         if self.count > self.limit:
             self.refused += 1
             return 429, headers
@@ -129,6 +133,23 @@ async def test_a_moment_of_wall_clock_skew_does_not_pin_the_learnt_rate(whose: s
     sent = await drive(clock, limiter, server, 5.0)
     assert sent >= 5 * 0.95 * LIMIT * PACING
     assert read_rate(limiter) >= 0.95 * LIMIT * PACING
+    assert limiter.state.read.throttles == 0
+
+
+@pytest.mark.parametrize("skew", [30.0, -30.0, 600.0])
+async def test_a_server_clock_off_for_good_is_read_by_its_date(skew: float) -> None:
+    """A server whose clock stays off ours, and says so in its Date: its epochs read by it.
+
+    Every answer named the same wrong window (31 s for a server 30 s ahead), so no rule of
+    the limiter's could tell it from a real one, and the client paced at ~3/s for good.
+    """
+    clock = FakeClock()
+    limiter = learner(clock, clock.wall)
+    server = FixedWindow(clock)
+    server.skew, server.date = skew, True
+    sent = await drive(clock, limiter, server, 6.0)
+    assert read_rate(limiter) >= 0.95 * LIMIT * PACING
+    assert sent >= 5 * 0.95 * LIMIT * PACING
     assert limiter.state.read.throttles == 0
 
 
