@@ -61,9 +61,7 @@ import attrs
 
 from ._credentials import ApiKey, ClientCredentials
 from ._exceptions import (
-    CLIENT_CLOSED,
     ERROR_SCAN,
-    ConfigurationError,
     ContractSDKError,
     TokenRequestError,
     TransportError,
@@ -336,7 +334,7 @@ class TokenAuth:
             return cached.value
         if self._refresh is None:
             if self._closed:
-                raise ConfigurationError(CLIENT_CLOSED)
+                raise client_closed()
             failure = self._failure
             if failure is not None and now < failure.retry_at:
                 # Backing off after a failed request: no new one yet, whoever asks.

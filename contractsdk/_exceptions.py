@@ -43,6 +43,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ._headers import parse_retry_after, request_id, server_now
+from ._http import IDEMPOTENT_METHODS
 from ._redact import scrub, scrub_cut
 
 if TYPE_CHECKING:
@@ -235,7 +236,8 @@ class APIError(ContractSDKError):
         return (
             self._may_process
             and self.status_code in _MAYBE_PROCESSED
-            and self.method in _NOT_IDEMPOTENT
+            and bool(self.method)
+            and self.method not in IDEMPOTENT_METHODS
         )
 
     @outcome_unknown.setter
@@ -246,10 +248,8 @@ class APIError(ContractSDKError):
         return f"{type(self).__name__}(status_code={self.status_code!r}, message={self.message!r})"
 
 
-#: Statuses a service may answer after it processed the request, and the methods for
-#: which sending it again is not harmless.
+#: Statuses a service may answer after it processed the request.
 _MAYBE_PROCESSED: Final = frozenset({500, 502, 503, 504})
-_NOT_IDEMPOTENT: Final = frozenset({"POST", "PATCH"})
 
 
 #: The most characters of a request id kept (ids are tens of characters; a header, 8 KB).

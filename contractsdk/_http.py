@@ -21,8 +21,10 @@ SENSITIVE_HEADERS: Final = frozenset(
     {"authorization", "proxy-authorization", "cookie", "set-cookie"}
 )
 
+#: Methods that only read: the read bucket's, and repeated, they change nothing at all.
+READ_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 #: Methods that change nothing on the service, so replaying them is always safe.
-IDEMPOTENT_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+IDEMPOTENT_METHODS: Final = READ_METHODS | {"PUT", "DELETE"}
 
 
 class NotGiven(enum.Enum):

@@ -92,7 +92,7 @@ from ._exceptions import (
     ReadTimeoutError,
     TransportError,
 )
-from ._http import Call, Response
+from ._http import READ_METHODS, Call, Response
 
 __all__ = [
     "RetryBudget",
@@ -114,8 +114,6 @@ RETRY_COST: Final = 5
 TIMEOUT_RETRY_COST: Final = 10
 NO_RETRY_REFUND: Final = 1
 _TIMEOUT_STATUSES: Final = frozenset({408, 504})
-#: Methods whose repetition changes nothing, not even what a later answer says.
-_READS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 _MAX_EXPONENT: Final = 64
 
 
@@ -333,7 +331,6 @@ class Retrier:
         paced: bool = False,
     ) -> None:
         self.config = config
-        self.trusts_keys = config.trust_idempotency_keys
         self.budget = budget
         self.paced = paced
         self._clock = clock
@@ -510,7 +507,7 @@ def _may_be_processed(error: BaseException, call: Call) -> bool:
     return (
         isinstance(error, ContractSDKError)
         and error.outcome_unknown
-        and call.request.method not in _READS
+        and call.request.method not in READ_METHODS
     )
 
 

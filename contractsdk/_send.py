@@ -29,9 +29,9 @@ from contractsdk._auth import Auth, redacted_token_response
 from contractsdk._config import check_header
 from contractsdk._converter import NO_CONTENT, structure, structure_list
 from contractsdk._exceptions import (
-    CLIENT_CLOSED,
     ConfigurationError,
     ResponseValidationError,
+    client_closed,
     error_from_response,
 )
 from contractsdk._http import Call, Headers, Request, Response
@@ -162,12 +162,12 @@ class Sender:
         trust_key: bool = True,
     ) -> Response:
         if self._closed or self._root._closed:
-            raise ConfigurationError(CLIENT_CLOSED)
+            raise client_closed()
         request = self._build(method, path, body, accept=accept, idempotency_key=idempotency_key)
         retrier = self._retrier
         # A keyword argument costs an attrs __init__ half as much again: only when it is not
         # the default.
-        if trust_key and retrier is not None and retrier.trusts_keys:
+        if trust_key and retrier is not None and retrier.config.trust_idempotency_keys:
             call = Call(request, trust_key=True)
         else:
             call = Call(request)
@@ -202,7 +202,7 @@ class Sender:
         from :meth:`_send_json` so that the JSON path does no extra work per call.
         """
         if self._closed or self._root._closed:
-            raise ConfigurationError(CLIENT_CLOSED)
+            raise client_closed()
         headers = Headers(
             {
                 "Accept": accept,
@@ -219,7 +219,7 @@ class Sender:
             call = Call(request)
             call.attempts = 1
             return await self._attempt(call)
-        call = Call(request, trust_key=retrier.trusts_keys)
+        call = Call(request, trust_key=retrier.config.trust_idempotency_keys)
         return await retrier.call(call, self._attempt, on_retry=self._instrumentation.on_retry)
 
     async def _attempt(self, call: Call) -> Response:
@@ -293,7 +293,7 @@ class Sender:
         grant = await limiter.acquire(call.request.method, timeout=timeout)
         if self._root._closed:  # closed while this call waited its turn: nothing is sent
             limiter.abandon(grant)
-            raise ConfigurationError(CLIENT_CLOSED)
+            raise client_closed()
         if grant.waited:
             self._instrumentation.limiter_wait += grant.waited
             if logger.isEnabledFor(logging.DEBUG):

@@ -24,7 +24,6 @@ import aiohttp
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from ._exceptions import (
-    CLIENT_CLOSED,
     ConfigurationError,
     ConnectError,
     ConnectTimeoutError,
@@ -32,6 +31,7 @@ from ._exceptions import (
     ReadTimeoutError,
     ResponseValidationError,
     TransportError,
+    client_closed,
 )
 from ._http import Headers, Request, Response
 
@@ -287,7 +287,7 @@ class AiohttpTransport:
         session = self._session
         if session is None or session.closed:
             if self._closed:  # a call that waited (for the limiter, a token) past aclose()
-                raise ConfigurationError(CLIENT_CLOSED)
+                raise client_closed()
             session = self._open()
         elif self._loop is not None and self._loop is not asyncio.get_running_loop():
             # Asked here, not left to aiohttp: without its timer per request it may even

@@ -12,7 +12,6 @@ import sys
 import pytest
 
 from contractsdk import ConfigurationError, ContractClient, Request, Response
-from contractsdk._once import FetchedOnce
 from contractsdk.testing import MockTransport, json_response
 from tests.conftest import API_KEY
 
@@ -80,25 +79,3 @@ async def test_identity_fields_waiters_get_the_typed_error_too() -> None:
     await client.aclose()
     with pytest.raises(ConfigurationError, match="this client is closed"):
         await waiting
-
-
-@pytest.mark.skipif(sys.version_info < (3, 11), reason="tasks count cancellations from 3.11")
-async def test_fetched_once_cancel_with_an_error() -> None:
-    """Every waiter gets its own error; one cancelled itself gets CancelledError."""
-    gate = asyncio.Event()
-
-    async def fetch() -> str:
-        await gate.wait()
-        return "terms"
-
-    cache: FetchedOnce[int, str] = FetchedOnce()
-    first = asyncio.ensure_future(cache.get(1, fetch))
-    second = asyncio.ensure_future(cache.get(1, fetch))
-    own = asyncio.ensure_future(cache.get(1, fetch))
-    await asyncio.sleep(0)
-    own.cancel()
-    cache.cancel(error=lambda: ConfigurationError("closed"))
-    results = await asyncio.gather(first, second, own, return_exceptions=True)
-    assert [type(result) for result in results[:2]] == [ConfigurationError] * 2
-    assert results[0] is not results[1]
-    assert isinstance(results[2], asyncio.CancelledError)

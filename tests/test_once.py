@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import sys
+from collections.abc import Awaitable, Callable
 
 import pytest
 
+from contractsdk import ConfigurationError
 from contractsdk._once import FetchedOnce
+
+
+def gated(gate: asyncio.Event) -> Callable[[], Awaitable[str]]:
+    """A fetch of "terms" that answers once ``gate`` is set."""
+
+    async def fetch() -> str:
+        await gate.wait()
+        return "terms"
+
+    return fetch
 
 
 async def test_concurrent_callers_share_one_fetch_and_later_ones_need_no_await() -> None:
@@ -49,11 +62,7 @@ async def test_a_failed_fetch_is_not_kept() -> None:
 
 async def test_a_cancelled_caller_does_not_cancel_the_fetch_for_the_others() -> None:
     gate = asyncio.Event()
-
-    async def fetch() -> str:
-        await gate.wait()
-        return "terms"
-
+    fetch = gated(gate)
     cache: FetchedOnce[int, str] = FetchedOnce()
     first = asyncio.ensure_future(cache.get(1, fetch))
     second = asyncio.ensure_future(cache.get(1, fetch))
@@ -66,11 +75,7 @@ async def test_a_cancelled_caller_does_not_cancel_the_fetch_for_the_others() -> 
 
 async def test_cancel_stops_fetches_under_way_and_they_are_fetched_again() -> None:
     gate = asyncio.Event()
-
-    async def fetch() -> str:
-        await gate.wait()
-        return "terms"
-
+    fetch = gated(gate)
     cache: FetchedOnce[int, str] = FetchedOnce()
     waiter = asyncio.ensure_future(cache.get(1, fetch))
     await asyncio.sleep(0)
@@ -80,3 +85,20 @@ async def test_cancel_stops_fetches_under_way_and_they_are_fetched_again() -> No
     assert cache.ready(1) is None
     gate.set()
     assert await cache.get(1, fetch) == "terms"
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="tasks count cancellations from 3.11")
+async def test_fetched_once_cancel_with_an_error() -> None:
+    """Every waiter gets its own error; one cancelled itself gets CancelledError."""
+    cache: FetchedOnce[int, str] = FetchedOnce()
+    fetch = gated(asyncio.Event())
+    first = asyncio.ensure_future(cache.get(1, fetch))
+    second = asyncio.ensure_future(cache.get(1, fetch))
+    own = asyncio.ensure_future(cache.get(1, fetch))
+    await asyncio.sleep(0)
+    own.cancel()
+    cache.cancel(error=lambda: ConfigurationError("closed"))
+    results = await asyncio.gather(first, second, own, return_exceptions=True)
+    assert [type(result) for result in results[:2]] == [ConfigurationError] * 2
+    assert results[0] is not results[1]
+    assert isinstance(results[2], asyncio.CancelledError)

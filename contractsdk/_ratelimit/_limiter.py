@@ -340,15 +340,13 @@ class RateLimiter:
         reset = min(reset, self._max_pause)
         until = now + reset
         if until < queue.reset_at - RESET_SLACK:  # the longest read lately was wrong
-            queue.reset_before = 0.0
             queue.reset_longest = 0.0
             queue.max_reset = 1.0
             queue.reset_at = until  # this answer's word stands instead
             queue.reset_span_end = now + max(1.0, reset)
         elif now >= queue.reset_span_end:  # a new span: the one before the last is forgotten
-            queue.reset_before = queue.reset_longest
+            queue.max_reset = max(1.0, queue.reset_longest)
             queue.reset_longest = 0.0
-            queue.max_reset = max(1.0, queue.reset_before)
             queue.reset_span_end = now + queue.max_reset
         if reset > queue.reset_longest:
             queue.reset_longest = reset

@@ -12,6 +12,7 @@ from typing import Final, Literal
 import attrs
 
 from contractsdk._exceptions import ConfigurationError
+from contractsdk._http import READ_METHODS
 
 __all__ = ["DOCUMENTED_LIMITS", "DEFAULT_MAX_PAUSE", "BucketName", "RateLimits", "bucket_name"]
 
@@ -28,12 +29,10 @@ DOCUMENTED_LIMITS: Final[dict[str, tuple[float, float]]] = {
 #: the retry policy's ``retry_after_max`` when retries are on, else this.
 DEFAULT_MAX_PAUSE: Final = 60.0
 
-_READ_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
-
 
 def bucket_name(method: str) -> BucketName:
     """Return the bucket a request of this method draws on: ``"read"`` or ``"write"``."""
-    return "read" if method.upper() in _READ_METHODS else "write"
+    return "read" if method.upper() in READ_METHODS else "write"
 
 
 def _check_rate(_: object, attribute: attrs.Attribute[float | None], value: float | None) -> None:

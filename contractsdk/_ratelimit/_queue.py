@@ -141,11 +141,10 @@ class _Queue:
         # The window taken for a limit named without one: the longest counter reset seen
         # lately (RateLimiter._reset_seen), at least a second. The reset instant (clock)
         # the reading that last raised it named; the longest reset read in the current
-        # span of readings, in the span before, and when the current span ends.
+        # span of readings, and when that span ends.
         self.max_reset = 1.0
         self.reset_at = -math.inf
         self.reset_longest = 0.0
-        self.reset_before = 0.0
         self.reset_span_end = -math.inf
         self.admitted_meter = Meter()  # answers that were not 429, per busy second
         # The same over exactly the last busy second: in a window of that span, every
