@@ -134,6 +134,9 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+_VERSION_SEGMENT: Final = re.compile(r"v[0-9]+")
+
+
 def check_base_url(url: str, *, what: str = "base_url") -> str:
     """Return the URL without a trailing slash, or refuse it.
 
@@ -156,6 +159,14 @@ def check_base_url(url: str, *, what: str = "base_url") -> str:
         raise ConfigurationError(
             f"{what} {url!r} uses plain http to a remote host; use https "
             "(plain http is allowed only for loopback hosts such as 127.0.0.1)"
+        )
+    last = parts.path.rstrip("/").rpartition("/")[2]
+    if what == "base_url" and _VERSION_SEGMENT.fullmatch(last):
+        # Every path is /v1/..., so this base sent /v1/v1/users/7 and met only 404s.
+        raise ConfigurationError(
+            f"base_url ends in the API version {last!r}: give the service's root, "
+            f"{url.rstrip('/')[: -len(last) - 1]!r} (the version goes in api_version=, "
+            "'v1' by default)"
         )
     return url.rstrip("/")
 
@@ -333,10 +344,24 @@ def pick_credential(
         if not isinstance(credentials, ApiKey | ClientCredentials):
             raise ConfigurationError("credentials must be an ApiKey or ClientCredentials")
         return credentials
+    pair = [name for name in ("client_id", "client_secret") if name in env]
+    if "api_key" in env and pair:
+        # Which one was meant is a guess: a key left over in the shell, or a pair set for
+        # a job, would be sent without a word.
+        raise ConfigurationError(
+            f"both {ENV_VARS['api_key']} and {ENV_VARS[pair[0]]} are set; "
+            "unset the credential you do not mean to use"
+        )
     if "api_key" in env:
         return ApiKey(env["api_key"])
-    if "client_id" in env and "client_secret" in env:
+    if len(pair) == 2:
         return ClientCredentials(client_id=env["client_id"], client_secret=env["client_secret"])
+    if pair:
+        (missing,) = {"client_id", "client_secret"} - set(pair)
+        raise ConfigurationError(
+            f"{ENV_VARS[pair[0]]} is set but {ENV_VARS[missing]} is not; "
+            "OAuth client credentials need both"
+        )
     raise ConfigurationError(
         "no credentials: pass api_key= or credentials=ClientCredentials(...), or set "
         "CONTRACTSDK_API_KEY (or CONTRACTSDK_CLIENT_ID and CONTRACTSDK_CLIENT_SECRET)"

@@ -108,6 +108,26 @@ def test_custom_base_url_accepts_bound_keys() -> None:
     ContractClient(api_key=ApiKey(API_KEY, environment="production"), base_url="http://127.0.0.1:1")
 
 
+@pytest.mark.parametrize(
+    ("url", "root"),
+    [
+        ("http://127.0.0.1:8080/v1", "http://127.0.0.1:8080"),
+        ("http://127.0.0.1:8080/v1/", "http://127.0.0.1:8080"),
+        ("https://api.example.com/contracts/v2", "https://api.example.com/contracts"),
+    ],
+)
+def test_a_base_url_ending_in_the_version_is_refused(url: str, root: str) -> None:
+    """Every path already starts with /v1: such a base met only 404s for /v1/v1/..."""
+    with pytest.raises(ConfigurationError, match=f"give the service's root, '{root}'"):
+        ContractClient(api_key=API_KEY, base_url=url)
+
+
+def test_a_base_url_with_a_path_of_its_own_is_kept() -> None:
+    """A base under a path prefix (a gateway's) is the service's root: it is used as is."""
+    client = ContractClient(api_key=API_KEY, base_url="https://gw.example.com/v1beta/contracts/")
+    assert client.environment.base_url == "https://gw.example.com/v1beta/contracts"
+
+
 def test_no_credentials_is_a_clear_error() -> None:
     """Without any credential the error names the arguments and variables to set."""
     with pytest.raises(ConfigurationError, match="CONTRACTSDK_API_KEY"):
@@ -134,6 +154,38 @@ def test_client_credentials_from_environment(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("CONTRACTSDK_CLIENT_ID", "cid")
     monkeypatch.setenv("CONTRACTSDK_CLIENT_SECRET", "secret")
     assert isinstance(ContractClient()._auth, TokenAuth)
+
+
+def test_both_credentials_in_environment_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An API key and a client id in the environment: which was meant is not guessed."""
+    monkeypatch.setenv("CONTRACTSDK_API_KEY", API_KEY)
+    monkeypatch.setenv("CONTRACTSDK_CLIENT_ID", "cid")
+    monkeypatch.setenv("CONTRACTSDK_CLIENT_SECRET", "client-secret-value")
+    with pytest.raises(
+        ConfigurationError, match="CONTRACTSDK_API_KEY and CONTRACTSDK_CLIENT_ID"
+    ) as caught:
+        ContractClient()
+    assert API_KEY not in str(caught.value)
+    assert "client-secret-value" not in str(caught.value)
+    # An argument settles it.
+    assert isinstance(ContractClient(api_key=API_KEY)._auth, StaticAuth)
+
+
+@pytest.mark.parametrize(
+    ("given", "missing"),
+    [
+        ("CONTRACTSDK_CLIENT_ID", "CONTRACTSDK_CLIENT_SECRET"),
+        ("CONTRACTSDK_CLIENT_SECRET", "CONTRACTSDK_CLIENT_ID"),
+    ],
+)
+def test_half_a_client_credential_names_the_other_half(
+    monkeypatch: pytest.MonkeyPatch, given: str, missing: str
+) -> None:
+    """Only one of the OAuth pair set: the error says which one is missing."""
+    monkeypatch.setenv(given, "half-of-a-pair")
+    with pytest.raises(ConfigurationError, match=f"{given} is set but {missing} is not") as caught:
+        ContractClient()
+    assert "half-of-a-pair" not in str(caught.value)
 
 
 def test_arguments_win_over_environment(monkeypatch: pytest.MonkeyPatch) -> None:
