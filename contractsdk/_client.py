@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from contractsdk._auth import Auth, StaticAuth, TokenAuth
 from contractsdk._config import (
+    ENV_VARS,
     Environment,
     check_api_version,
     check_base_url,
@@ -71,6 +72,22 @@ T = TypeVar("T")
 
 _USER_AGENT = "contractsdk/0.1.0"
 PERSONAL_TEAM = "Personal Team"  # service-api.md §4: every user owns one, by this name
+
+
+def _refusal_hint(credential: ApiKey | ClientCredentials, environment: Environment) -> str:
+    """What a 401 tells the user to check: the credential, for which service (no secret)."""
+    name = "" if environment.name == "custom" else f"{environment.name} "
+    where = f"the {name}service at {environment.base_url}"
+    if isinstance(credential, ApiKey):
+        return (
+            f"{where} refused the API key: check that the key given (api_key= or "
+            f"{ENV_VARS['api_key']}) is one it issued and has not been revoked"
+        )
+    return (
+        f"{where} refused the access token: check that the client id and secret "
+        f"({ENV_VARS['client_id']}, {ENV_VARS['client_secret']}) and the token's "
+        "audience are this service's"
+    )
 
 
 def _check_option(value: object, kind: type, name: str) -> None:
@@ -273,6 +290,7 @@ class ContractClient(Sender):
                 wall_clock=wall_clock,
                 sleep=sleep,
             )
+        self._refused = _refusal_hint(credential, self.environment)
         self._term_sets: FetchedOnce[int, TermSet] = FetchedOnce()
         self._closed = False
         self._root = self  # the client that owns the connections (see with_options)

@@ -120,6 +120,7 @@ class Sender:
     _limiter_timeout: float | None
     _retrier: Retrier | None
     _auth: Auth
+    _refused: str  # what a 401 tells the user to check
     _secrets: Secrets
     _token_seen: str | None
     _bearer: str  # the Authorization value for _token_seen
@@ -236,7 +237,10 @@ class Sender:
             response = await self._exchange(call, token)
             status = response.status_code
         if not 200 <= status < 300:  # Response.is_success, without a property call
-            raise error_from_response(response, now=self._wall_clock())
+            error = error_from_response(response, now=self._wall_clock())
+            if status == 401:  # the credential itself: say what to check
+                error.args = (f"{error.message}; {self._refused}",)
+            raise error
         return response
 
     def _new_token(self, token: str) -> None:

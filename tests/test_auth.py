@@ -222,14 +222,26 @@ class TestTokenCache:
         assert caught.value.status_code == 401
         api_calls = [r for r in transport.requests if r.path.startswith("/v1")]
         assert len(api_calls) == 2 and len(server.issued) == 2
+        message = str(caught.value)
+        assert "CONTRACTSDK_CLIENT_ID, CONTRACTSDK_CLIENT_SECRET" in message
+        assert "the sandbox service at https://" in message
+        assert SECRET not in message and "token-2" not in message
 
     async def test_api_key_401_is_not_replayed(self, service: FakeService) -> None:
         """A static key refused with 401 raises at once: replaying it cannot help."""
         transport = MockTransport(lambda r: Response(status_code=401))
         async with ContractClient(rate_limits=None, api_key=API_KEY, transport=transport) as client:
-            with pytest.raises(AuthenticationError):
+            with pytest.raises(AuthenticationError) as caught:
                 await client.users.get(7)
         assert len(transport.requests) == 1
+        # The message says what to check, and where it was sent; never the key.
+        assert str(caught.value) == (
+            "401 Unauthorized; the sandbox service at "
+            f"{client.environment.base_url} refused the API key: check that the key given "
+            "(api_key= or CONTRACTSDK_API_KEY) is one it issued and has not been revoked "
+            "(GET /v1/users/7)"
+        )
+        assert API_KEY not in repr(caught.value)
 
     async def test_invalidate_keeps_a_newer_token(self) -> None:
         """A 401 for an old token does not throw away a token refreshed in the meantime."""
