@@ -44,6 +44,7 @@ from .validation._rules import closest, did_you_mean, list_options, missing_mess
 from .validation._tree import KeyIndex, Node, fold
 
 __all__ = [
+    "check_collaborator_roles",
     "check_roles",
     "check_side",
     "IdentityFieldSet",
@@ -501,6 +502,26 @@ def check_roles(
     if not result:
         raise ConfigurationError("give at least one role")
     return tuple(result)
+
+
+def check_collaborator_roles(
+    roles: Role | str | Iterable[Role | str], *, allowed: Iterable[Role] = tuple(Role)
+) -> tuple[Role, ...]:
+    """Return a collaborator's roles as :func:`check_roles` does, or refuse the pair.
+
+    A collaborator holds at most two roles, and then one is ``collaborator``
+    (service-api.md §5, COLLABROLES): a party and a signatory are two collaborators.
+
+    Raises:
+        ConfigurationError: As :func:`check_roles`, or the roles break that rule.
+    """
+    checked = check_roles(roles, allowed=allowed)
+    if len(checked) > 2 or (len(checked) == 2 and Role.COLLABORATOR not in checked):
+        raise ConfigurationError(
+            "a collaborator has at most two roles, and then one is 'collaborator'; got "
+            + ", ".join(role.value for role in checked)
+        )
+    return checked
 
 
 def check_side(side: Side | str) -> Side:

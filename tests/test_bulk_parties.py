@@ -114,6 +114,7 @@ def test_party_reads_roles_and_side_as_enums() -> None:
         ({"name": "a b"}, "a party's name"),
         ({"side": "left"}, "side"),
         ({"roles": ["owner"]}, "not a role"),
+        ({"roles": ["party", "witness"]}, "at most two roles, and then one is 'collaborator'"),
         ({"columns": {"tenant_user_id": "Email"}}, "holds the user id"),
     ],
 )

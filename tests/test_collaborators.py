@@ -88,6 +88,18 @@ async def test_create_collaborator_validates_first(api: ContractClient, routes: 
     assert routes.sent("POST") == []
 
 
+@pytest.mark.parametrize("roles", [["party", "witness"], ["collaborator", "party", "signatory"]])
+async def test_create_collaborator_checks_the_role_pair(
+    api: ContractClient, routes: Routes, roles: list[str]
+) -> None:
+    """A pair without collaborator, or three roles: refused before anything is sent."""
+    with pytest.raises(ConfigurationError, match="at most two roles, and then one is"):
+        await api.collaborators.create(
+            500, user_id=12, inviter_id=7, roles=roles, side="first", values={"2117": "John"}
+        )
+    assert routes.requests == []
+
+
 async def test_create_collaborator_without_template(api: ContractClient, routes: Routes) -> None:
     """Without template_id values go unchecked but must be keyed by id."""
     routes.on("POST", "/v1/contracts/500/collaborators", created("collaborators", 902))

@@ -21,14 +21,14 @@ import attrs
 
 from contractsdk._exceptions import ConfigurationError, IdentityValidationError
 from contractsdk._ids import parse_id
-from contractsdk.identity import IdentityFieldSet, check_roles, check_side
+from contractsdk.identity import IdentityFieldSet, check_collaborator_roles, check_side
 from contractsdk.models import Role, Side
 
 __all__ = ["BulkParty", "RowParty", "check_parties", "parse_party_flag", "parties_from_flags"]
 
 
 def _roles(value: Role | str | Iterable[Role | str]) -> tuple[Role, ...]:
-    return tuple(check_roles(value))
+    return check_collaborator_roles(value)
 
 
 def _columns(value: Mapping[str, str]) -> dict[str, str]:

@@ -32,7 +32,7 @@ from contractsdk._values import iter_fields
 from contractsdk.identity import (
     IdentityProblem,
     IdentityValues,
-    check_roles,
+    check_collaborator_roles,
     check_side,
     identity_fields_by_id,
 )
@@ -263,7 +263,7 @@ class Collaborators(Resource):
         who = "" if index is None else f"party {index}: "
         fields: builtins.list[dict[str, Any]] = []
         try:
-            roles = check_roles(party.roles)
+            roles = check_collaborator_roles(party.roles)
             side = check_side(party.side)
             body: dict[str, Any] = {
                 "userId": parse_id(party.user_id, "user_id"),
@@ -416,12 +416,7 @@ class Collaborators(Resource):
         Raises:
             ConfigurationError: The roles break that rule (nothing is sent).
         """
-        checked = check_roles(roles, allowed=_UPDATABLE_ROLES)
-        if len(checked) > 2 or (len(checked) == 2 and Role.COLLABORATOR not in checked):
-            raise ConfigurationError(
-                "a collaborator has at most two roles, and then one is 'collaborator'; got "
-                + ", ".join(role.value for role in checked)
-            )
+        checked = check_collaborator_roles(roles, allowed=_UPDATABLE_ROLES)
         path = f"/collaborators/{path_id(collaborator_id, 'collaborator_id')}/roles"
         body = {"roles": [role.value for role in checked]}
         return self._read(await self._client._send_json("PATCH", path, body), path)
