@@ -283,8 +283,9 @@ class SharedRedis:
             self._down_since = now
             # The exception's text may hold the URL and its password: name its type only.
             logger.warning(
-                "Redis is unreachable (%s): each process falls back to its share of the "
-                "rate limit until it is back",
+                "Redis %s (%s): each process falls back to its share of the rate limit "
+                "until it is back",
+                "refused this client" if _refused(exc) else "is unreachable",
                 _described(exc),
             )
 
@@ -384,6 +385,17 @@ def _redirected(exc: BaseException) -> bool:
     return isinstance(exc, ResponseError) and str(exc).startswith(("MOVED ", "ASK "))
 
 
+#: redis-py's errors for an answer that refuses the client: a wrong password or user
+#: (AuthenticationError, a ConnectionError in redis-py), a user without the commands, a
+#: database number the server does not have (ResponseError). Redis is there.
+_REFUSALS: Final = frozenset({"ResponseError", "AuthenticationError", "AuthorizationError"})
+
+
+def _refused(exc: BaseException) -> bool:
+    """Redis answered, and refused this client: a setting to fix, not an outage."""
+    return any(kind.__name__ in _REFUSALS for kind in type(exc).__mro__)
+
+
 def _described(exc: BaseException) -> str:
     """The error's type, and for a failed TLS handshake OpenSSL's reason (never the text).
 
@@ -393,12 +405,10 @@ def _described(exc: BaseException) -> str:
     """
     if _redirected(exc):  # a plain Redis object of the caller's, on a cluster node
         return f"{type(exc).__name__}: a Redis Cluster node; pass redis= a RedisCluster"
-    # redis-py's errors for an answer that refuses the client (a wrong password, a database
-    # number the server does not have, a user without the commands): Redis is there.
-    if any(kind.__name__ == "ResponseError" for kind in type(exc).__mro__):
+    if _refused(exc):
         return (
             f"{type(exc).__name__}: Redis answered but refused the client; check the URL's "
-            "password and database number"
+            "user, password and database number"
         )
     cause: BaseException | None = exc
     for _ in range(5):  # redis-py chains the ssl module's error under its own

@@ -547,6 +547,27 @@ async def test_a_database_redis_does_not_have_is_said_so(
     assert "/99" not in warned[0]  # the URL is never shown
 
 
+async def test_a_wrong_password_is_said_so(
+    redis_server: RedisServer, limiters: list[RateLimiter], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A wrong password or user: the warning says Redis refused the client, not unreachable.
+
+    redis-py raises its AuthenticationError, a ConnectionError, for it: the warning said
+    "Redis is unreachable", which sent one looking for a network problem.
+    """
+    url = f"redis://nobody:wrong-pw-4f1a@127.0.0.1:{redis_server.port}/0"  # WRONGPASS
+    limiter = shared_limiter(url, RateLimits(write=100))
+    limiters.append(limiter)
+    with caplog.at_level(logging.WARNING, logger="contractsdk"):
+        assert len(await grant_times(limiter, 3)) == 3  # unshared, but nothing lost
+    assert not limiter.state.write.shared
+    warned = [r.getMessage() for r in caplog.records if "Redis" in r.getMessage()]
+    assert len(warned) == 1, warned
+    assert warned[0].startswith("Redis refused this client (AuthenticationError: "), warned
+    assert "unreachable" not in warned[0]
+    assert "wrong-pw-4f1a" not in caplog.text
+
+
 async def test_a_tls_redis_is_shared_through_a_rediss_url(
     limiters: list[RateLimiter], caplog: pytest.LogCaptureFixture
 ) -> None:
