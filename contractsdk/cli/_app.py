@@ -282,13 +282,26 @@ cli.params.extend(_connection_options(hidden=False))
 @click.option(
     "--user-id",
     type=numeric_id,
-    help="The user to act as against a real environment (or CONTRACTSDK_USER_ID).",
+    help="The user to act as against a real service (or CONTRACTSDK_USER_ID).",
+)
+@click.option(
+    "--yes",
+    is_flag=True,
+    help="With --base-url or --environment: create the demo's objects on that service "
+    "without asking (otherwise asked on a terminal, refused elsewhere).",
 )
 async def demo(args: argparse.Namespace) -> int:
-    """Walk the whole flow against the embedded emulator (or a real environment).
+    """Walk the whole flow against the embedded emulator.
 
     From the user to a contract, its parties, their signatures and the signed PDF. No
-    credentials needed: the emulator runs in-process on a free loopback port.
+    credentials needed: the emulator runs in-process on a free loopback port, whatever the
+    CONTRACTSDK_* variables say (the demo never reads CONTRACTSDK_BASE_URL or
+    CONTRACTSDK_ENVIRONMENT).
+
+    To run it against a real service instead, name it on this command line with --base-url
+    or --environment, as --user-id, and confirm: the demo creates a team (if the user has
+    none), a contract, a new user, two parties and their signatures there, and they stay.
+    It asks first on a terminal; elsewhere it needs --yes.
     """
     from contractsdk.cli._demo import run_demo
 

@@ -1,8 +1,9 @@
 """``contractsdk demo``: the whole flow, step by step, with no credentials needed.
 
-By default it starts the embedded emulator on a free loopback port; with ``--base-url`` or
-``--environment`` (or ``CONTRACTSDK_BASE_URL`` / ``CONTRACTSDK_ENVIRONMENT``) it runs
-against that service instead, as the user given by ``--user-id``.
+It starts the embedded emulator on a free loopback port, whatever the ``CONTRACTSDK_*``
+variables say. Only ``--base-url`` or ``--environment`` on its own command line send it to
+a real service instead, as the user given by ``--user-id``, and only once confirmed:
+``--yes``, or a "y" typed at a terminal (it creates objects there, and they stay).
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ import argparse
 import asyncio
 import contextlib
 import os
+import secrets
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 from contractsdk._client import ContractClient
+from contractsdk._config import Environment
 from contractsdk._exceptions import (
     ConfigurationError,
     IdentityValidationError,
@@ -31,7 +35,7 @@ from contractsdk.models import ContractType, IdentityField, Role, Side, Term, Te
 from contractsdk.testing import signature_png
 from contractsdk.validation import TermSet
 
-__all__ = ["demo_values", "exclusive_mistake", "run_demo"]
+__all__ = ["IGNORED", "LEAVES", "demo_values", "exclusive_mistake", "real_service", "run_demo"]
 
 #: How many lines of the term tree the demo shows before pointing to `terms show`.
 TREE_LINES = 32
@@ -130,23 +134,96 @@ def _pick_type(types: list[ContractType]) -> ContractType:
     return next((t for t in types if "tenancy" in (t.name or "").lower()), types[0])
 
 
+#: What the demo leaves on a real service, said before it asks to go ahead.
+LEAVES = (
+    "a team (if the user has none), a contract, a new user (demo.tenant.…@example.com), "
+    "two parties and their signatures"
+)
+
+#: The variables that name a service for the other commands, and that the demo ignores.
+IGNORED = ("CONTRACTSDK_BASE_URL", "CONTRACTSDK_ENVIRONMENT")
+
+
+def real_service(args: argparse.Namespace) -> bool:
+    """Whether the demo's own command line names a real service (--base-url, --environment).
+
+    Only the command line counts: ``CONTRACTSDK_BASE_URL`` and ``CONTRACTSDK_ENVIRONMENT``,
+    exported for the other commands, never send the demo (which creates objects) anywhere
+    but the embedded emulator.
+    """
+    return any(getattr(args, name, None) for name in ("base_url", "environment"))
+
+
+async def _confirm(args: argparse.Namespace, url: str) -> None:
+    """Go ahead on a real service only with --yes, or a "y" typed at a terminal.
+
+    Raises:
+        ConfigurationError: Not confirmed (nothing was sent).
+    """
+    if getattr(args, "yes", False):
+        return
+    warning = f"the demo creates real objects on {url}: {LEAVES}; they stay there"
+    if not _is_terminal():
+        raise ConfigurationError(f"{warning}. Give --yes to go ahead (nothing was sent)")
+    # Read in the loop's own thread: nothing else runs yet, and Ctrl-C at the prompt then
+    # interrupts the read (in a worker thread, the read would hold the exit until Enter).
+    answer = _ask(f"Warning: {warning}. Go ahead? [y/N] ")
+    if answer.strip().lower() not in ("y", "yes"):
+        raise ConfigurationError("the demo was not confirmed: nothing was sent")
+
+
+def _is_terminal() -> bool:
+    return sys.stdin is not None and sys.stdin.isatty()
+
+
+def _ask(prompt: str) -> str:
+    print(prompt, end="", flush=True)
+    try:
+        return sys.stdin.readline()
+    except (OSError, ValueError):  # stdin closed under us: no answer
+        return ""
+
+
+def _named(args: argparse.Namespace) -> argparse.Namespace:
+    """The connection as named on the command line: --environment at its own URL.
+
+    ``--environment production`` alone is production's URL, not ``CONTRACTSDK_BASE_URL``
+    (which would otherwise fill the gap, as for the other commands).
+    """
+    if args.base_url or not args.environment:
+        return args
+    url = Environment.from_name(args.environment).base_url
+    return argparse.Namespace(**{**vars(args), "base_url": url})
+
+
 @contextlib.asynccontextmanager
 async def _service(args: argparse.Namespace) -> AsyncIterator[tuple[ContractClient, int]]:
-    """Yield a client and the user id to act as: the embedded emulator unless told otherwise."""
-    real = any(getattr(args, name, None) for name in ("base_url", "environment")) or any(
-        os.environ.get(name) for name in ("CONTRACTSDK_BASE_URL", "CONTRACTSDK_ENVIRONMENT")
-    )
-    if real:
+    """Yield a client and the user id to act as: the embedded emulator unless told otherwise.
+
+    Told otherwise means --base-url or --environment on the command line (never the
+    variables alone), confirmed by --yes or at a terminal before anything is sent.
+    """
+    if real_service(args):
         given = args.user_id or os.environ.get("CONTRACTSDK_USER_ID")
         if not given:
             raise ConfigurationError(
-                "against a real environment the demo needs --user-id (or CONTRACTSDK_USER_ID)"
+                "against a real service the demo needs --user-id (or CONTRACTSDK_USER_ID)"
             )
         user_id = parse_id(given, "CONTRACTSDK_USER_ID")  # --user-id is one already
-        async with make_client(args) as client:
-            print(f"contractsdk demo: the whole flow against {client.environment.base_url}")
+        async with make_client(_named(args)) as client:
+            url = client.environment.base_url
+            await _confirm(args, url)
+            print(f"contractsdk demo: the whole flow against {url}")
             yield client, user_id
         return
+    ignored = [name for name in IGNORED if os.environ.get(name)]
+    if ignored:
+        print(
+            f"note: the demo ignores {' and '.join(ignored)} and runs against the embedded "
+            "emulator; to run it against a real service, give --base-url or --environment "
+            "on its command line",
+            file=sys.stderr,
+        )
 
     from contractsdk.sandbox import SandboxServer
 
@@ -316,9 +393,11 @@ async def _parties_and_signing(
                 _say(f"  [{problem.kind}] {problem}")
 
     _step(10, "Add the parties: you as the landlord, a new user as the tenant")
-    stamp = time.strftime("%Y%m%d%H%M%S")
+    # A random part too: two demos in one second, on one service, made the same address
+    # (the second one's user was refused, 409).
+    stamp = f"{time.strftime('%Y%m%d%H%M%S')}.{secrets.token_hex(3)}"
     tenant = await client.users.create(
-        email=f"demo.tenant.{stamp}.{os.getpid()}@example.com",
+        email=f"demo.tenant.{stamp}@example.com",
         first_name="Tess",
         last_name="Tenant",
     )

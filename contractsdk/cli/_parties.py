@@ -74,6 +74,21 @@ def _by_id(values: dict[str, str], flag: str) -> dict[Any, str]:
     }
 
 
+def _ids_only(values: dict[Any, str], why: str) -> None:
+    """Refuse values keyed by a label or name where only field ids can be sent.
+
+    Said here in the command line's words (``why``: the flag that would allow labels, or
+    how to find the ids), before the SDK would say it in Python's (``template_id=``).
+
+    Raises:
+        ConfigurationError: Some keys are not field ids (each is listed).
+    """
+    labels = [key for key in values if not isinstance(key, int)]
+    if labels:
+        named = ", ".join(repr(key) for key in labels)
+        raise ConfigurationError(f"--value {named}: {why}")
+
+
 # -- the command tree ------------------------------------------------------------------
 #
 # A command's parameters are listed, in --help and its usage line, in the order of its
@@ -151,6 +166,12 @@ async def parties_add(args: argparse.Namespace) -> None:
         not args.require_all or args.template is not None,
         "--require-all needs --template: the identity fields to check the values against",
     )
+    if args.template is None:
+        _ids_only(
+            values,
+            "without --template a field must be given by its id; give --template ID (the "
+            "contract's template version) to name fields by label",
+        )
     async with make_client(args) as client:
         added = await client.collaborators.create(
             args.contract_id,
@@ -203,10 +224,14 @@ async def parties_fields(args: argparse.Namespace) -> None:
     values = parse_pairs(args.value, "--value", "ID=VALUE")
     if not values:
         raise ConfigurationError("nothing to change: give --value ID=VALUE")
+    by_id = _by_id(values, "--value")
+    _ids_only(
+        by_id,
+        "a field must be given by its id (each field's id is in "
+        "`contractsdk parties list CONTRACT_ID --json`)",
+    )
     async with make_client(args) as client:
-        collaborator = await client.collaborators.update_fields(
-            args.collaborator_id, values=_by_id(values, "--value")
-        )
+        collaborator = await client.collaborators.update_fields(args.collaborator_id, values=by_id)
     _show(args, [collaborator])
 
 

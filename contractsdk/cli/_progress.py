@@ -2,7 +2,9 @@
 
 A rich progress bar on a terminal (bar, percent, rows, rows/s over the rows actually sent,
 ETA, 429s and retries), a plain line every few seconds otherwise (logs, CI). The first
-Ctrl-C stops sending and drains the requests in flight; a second one aborts.
+Ctrl-C stops sending and drains the requests in flight; a second one aborts. Once stopped,
+the rows are those settled, and the rows not sent are said (``64/200 rows settled, 136 not
+sent (stopped)``): the last line never reads as a finished job.
 """
 
 from __future__ import annotations
@@ -39,7 +41,9 @@ class ProgressView:
     snapshots (total, 429s, retries). The rate counts only rows actually sent (created,
     failed or unknown), never rows skipped as created before or refused as invalid, over
     the time since the first of them was on its way; the ETA is the rows left at that rate.
-    Both freeze when the job is stopped. (Not the snapshot's ``rate``/``eta``: its clock
+    Both freeze when the job is stopped; the rows shown are then those settled (the job
+    yields the rows it leaves unsent as ``pending``: not done), and in place of the ETA,
+    how many are not sent. (Not the snapshot's ``rate``/``eta``: its clock
     starts with the run, so the time a resumed run spends skipping rows created before
     drags its rate down, e.g. 10 rows/s shown for 100 sent per second.)
 
@@ -55,6 +59,7 @@ class ProgressView:
         self.enabled = enabled
         self.done = 0
         self.sent = 0
+        self.unsent = 0
         self.stopped = False
         self._start = time.monotonic()
         self._stopped_at: float | None = None
@@ -67,6 +72,7 @@ class ProgressView:
         """Count one outcome the job yielded."""
         self.done += 1
         if outcome.state == "pending":  # the job stopped before sending it
+            self.unsent += 1
             return
         if outcome.skipped or outcome.state == "invalid":
             if self.sent == 0:  # the clock of the send rate starts at the first row sent
@@ -95,13 +101,37 @@ class ProgressView:
         seconds = round(max(0, snapshot.total - self.done) / rate)
         return f"{seconds // 60}:{seconds % 60:02d}"
 
+    @property
+    def settled(self) -> int:
+        """Rows with an outcome: every row yielded but those a stop left unsent."""
+        return self.done - self.unsent
+
+    def not_sent(self, snapshot: BulkProgress) -> int:
+        """Rows a stop leaves unsent: those yielded unsent, and those never reached.
+
+        With a total, the rows neither settled nor in flight (the rows never read too, as
+        the summary's ``not sent (stopped)`` counts them); without one, those yielded.
+        """
+        if snapshot.total is None:
+            return self.unsent
+        return max(self.unsent, snapshot.total - self.settled - snapshot.in_flight)
+
     def fields(self) -> dict[str, Any]:
-        """The figures of the current snapshot, for the bar's columns and the plain line."""
+        """The figures of the current snapshot, for the bar's columns and the plain line.
+
+        Once stopped, ``completed`` is the rows settled, not those yielded unsent, and
+        ``eta`` says how many are not sent, so that the bar and the line never read as done.
+        """
         snapshot = self.job.progress()
+        not_sent = self.not_sent(snapshot)
         return {
             "total": snapshot.total,
+            "completed": self.settled if self.stopped else self.done,
+            "not_sent": not_sent,
             "rate": f"{self.rate():,.1f} rows/s",
-            "eta": self.eta(snapshot),
+            "eta": f"stopped, {not_sent:,} not sent"
+            if self.stopped
+            else f"ETA {self.eta(snapshot)}",
             "created": snapshot.created,
             "skipped": snapshot.skipped,
             "invalid": snapshot.invalid,
@@ -114,8 +144,15 @@ class ProgressView:
         """One plain line: for logs and CI, where a bar cannot be redrawn."""
         f = self.fields()
         total = f"/{f['total']:,}" if f["total"] is not None else ""
+        if self.stopped:  # never "200/200 rows" when 136 of them were not sent
+            rows = (
+                f"{f['completed']:,}{total} rows settled, {f['not_sent']:,} not sent (stopped)"
+                f"  {f['rate']}"
+            )
+        else:
+            rows = f"{f['completed']:,}{total} rows  {f['rate']}  {f['eta']}"
         return (
-            f"{self.done:,}{total} rows  {f['rate']}  ETA {f['eta']}  created {f['created']:,}"
+            f"{rows}  created {f['created']:,}"
             f"  skipped {f['skipped']:,}  invalid {f['invalid']:,}  failed {f['failed']:,}"
             f"  429s {f['throttled']:,}  retries {f['retries']:,}"
         )
@@ -129,7 +166,7 @@ class ProgressView:
                 TaskProgressColumn(),
                 MofNCompleteColumn(),
                 TextColumn("[cyan]{task.fields[rate]}"),
-                TextColumn("ETA {task.fields[eta]}"),
+                TextColumn("{task.fields[eta]}"),
                 TextColumn(
                     "[green]created {task.fields[created]}[/] "
                     "[yellow]invalid {task.fields[invalid]}[/] "
@@ -142,7 +179,8 @@ class ProgressView:
             )
             self._bar.start()
             fields = self.fields()
-            self._task = self._bar.add_task("rows", total=fields.pop("total"), **fields)
+            total, completed = fields.pop("total"), fields.pop("completed")
+            self._task = self._bar.add_task("rows", total=total, completed=completed, **fields)
         return self
 
     def say(self, message: str) -> None:
@@ -155,8 +193,8 @@ class ProgressView:
             return
         if self._bar is not None:
             fields = self.fields()
-            total = fields.pop("total")
-            self._bar.update(self._task, completed=self.done, total=total, **fields)
+            total, completed = fields.pop("total"), fields.pop("completed")
+            self._bar.update(self._task, completed=completed, total=total, **fields)
         else:
             self.out.print(self.line(), markup=False)
 

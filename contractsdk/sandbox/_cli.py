@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import json
 import signal
 import sys
@@ -19,6 +20,8 @@ from ._faults import FaultRule
 from ._server import SandboxServer
 
 _UNLIMITED = ("none", "unlimited", "off", "inf")
+#: The largest TCP port.
+MAX_PORT = 65535
 
 
 def _rate(text: str) -> float | None:
@@ -33,8 +36,21 @@ def _rate(text: str) -> float | None:
     return value
 
 
+def _port(text: str) -> int:
+    """A TCP port, 0 to 65535 (0: a free one); anything else is a usage error (exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= MAX_PORT:
+        raise argparse.ArgumentTypeError(
+            f"a port must be 0 to {MAX_PORT} (0 picks a free one), got {value}"
+        )
+    return value
+
+
 def build_parser(prog: str = "python -m contractsdk.sandbox") -> argparse.ArgumentParser:
-    """Build the argument parser.
+    """Build the argument parser; its help shows each option's default.
 
     Args:
         prog: The program name shown in the usage line.
@@ -47,33 +63,60 @@ def build_parser(prog: str = "python -m contractsdk.sandbox") -> argparse.Argume
         description="Run a local emulator of the Contract Service API (Legislate) for "
         "tests, demos and benchmarks. Its credentials are emulator-only.",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8080, help="port; 0 picks a free one")
-    parser.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
     parser.add_argument(
-        "--read-rate", type=_rate, default=25.0, help="reads/s per credential, or 'none'"
+        "--host", default="127.0.0.1", help="interface to listen on (default: %(default)s)"
     )
     parser.add_argument(
-        "--write-rate", type=_rate, default=25.0, help="writes/s per credential, or 'none'"
+        "--port",
+        type=_port,
+        default=8080,
+        help="port, 0 to 65535; 0 picks a free one (default: %(default)s)",
     )
     parser.add_argument(
-        "--burst", type=float, default=None, help="bucket size (default: one second's worth)"
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the data and credentials (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--read-rate",
+        type=_rate,
+        default=25.0,
+        help="reads/s per credential, or 'none' for unlimited (default: %(default)g)",
+    )
+    parser.add_argument(
+        "--write-rate",
+        type=_rate,
+        default=25.0,
+        help="writes/s per credential, or 'none' for unlimited (default: %(default)g)",
+    )
+    parser.add_argument(
+        "--burst",
+        type=float,
+        default=None,
+        help="bucket size in requests (default: one second's worth of the rate)",
     )
     parser.add_argument(
         "--no-rate-headers",
         action="store_true",
-        help="do not send Retry-After / X-RateLimit-* (the real service documents none)",
+        help="do not send Retry-After / X-RateLimit-* (the real service documents none; "
+        "default: sent)",
     )
     parser.add_argument(
-        "--token-ttl", type=float, default=3600.0, help="OAuth token lifetime in seconds"
+        "--token-ttl",
+        type=float,
+        default=3600.0,
+        help="OAuth token lifetime in seconds (default: %(default)g)",
     )
     parser.add_argument(
         "--faults",
         metavar="FILE",
         help='JSON file with fault rules: [{"route": "POST /v1/teams/*/contracts", '
-        '"status_503": 0.05}]',
+        '"status_503": 0.05}] (default: none)',
     )
-    parser.add_argument("--access-log", action="store_true", help="log every request")
+    parser.add_argument(
+        "--access-log", action="store_true", help="log every request (default: off)"
+    )
     return parser
 
 
@@ -153,8 +196,12 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m contractsdk.sa
         prog: The program's name in usage lines and errors (``contractsdk sandbox``).
 
     Returns:
-        The exit status: 0 after Ctrl-C or SIGTERM, 1 when the server cannot start,
-        2 for bad arguments.
+        The exit status: 0 after Ctrl-C or SIGTERM, 1 when the server cannot start (a
+        port taken: one line suggesting ``--port 0``).
+
+    Raises:
+        SystemExit: Bad arguments (a port outside 0 to 65535 …), status 2, after argparse's
+            usage and error lines; ``-h``, status 0.
     """
     parser = build_parser(prog)
     args = parser.parse_args(argv)
@@ -182,6 +229,11 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m contractsdk.sa
     except KeyboardInterrupt:
         pass
     except OSError as exc:
-        sys.stderr.write(f"error: cannot start the sandbox on {args.host}:{args.port}: {exc}\n")
+        hint = ""
+        if exc.errno in (errno.EADDRINUSE, errno.EACCES) and args.port != 0:
+            hint = "; try --port 0 for a free port (it is printed once the emulator starts)"
+        sys.stderr.write(
+            f"error: cannot start the sandbox on {args.host}:{args.port}: {exc}{hint}\n"
+        )
         return 1
     return 0

@@ -1,0 +1,57 @@
+"""The parties commands speak of their own flags, not of the Python API's arguments.
+
+``parties add … --value "First Name=Ada"`` without ``--template`` said "without
+template_id= a field must be given by its id": the SDK's words for Python callers. The
+command line names ``--template`` (and nothing is sent: the check is made before the client
+is even built, so no credentials are needed to see it).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from contractsdk.cli import main
+
+
+@pytest.fixture(autouse=True)
+def no_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No CONTRACTSDK_* setting: the commands must refuse before needing any."""
+    for name in ("CONTRACTSDK_BASE_URL", "CONTRACTSDK_API_KEY", "CONTRACTSDK_ENVIRONMENT"):
+        monkeypatch.delenv(name, raising=False)
+
+
+ADD = ["parties", "add", "3332111581032244", "--user", "7917", "--role", "party"]
+
+
+def test_a_label_without_template_names_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    """One line, exit 2, naming --template and every value given by label."""
+    values = ["--value", "First Name=Ada", "--value", "12=x", "--value", "Email=ada@example.com"]
+    code = main([*ADD, "--side", "first", *values])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err == (
+        "error: --value 'First Name', 'Email': without --template a field must be given by "
+        "its id; give --template ID (the contract's template version) to name fields by "
+        "label\n"
+    )
+    assert "template_id=" not in err
+
+
+def test_ids_without_template_pass_the_check(capsys: pytest.CaptureFixture[str]) -> None:
+    """Values keyed by id need no --template: the command goes on (here to want a key)."""
+    code = main([*ADD, "--side", "first", "--value", "12=Ada"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: no credentials")
+
+
+def test_parties_fields_takes_ids_and_says_where_to_find_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`parties fields` has no --template: it says a field is named by id, and where ids are."""
+    code = main(["parties", "fields", "4332111581032244", "--value", "First Name=Ada"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err == (
+        "error: --value 'First Name': a field must be given by its id (each field's id is in "
+        "`contractsdk parties list CONTRACT_ID --json`)\n"
+    )
