@@ -211,7 +211,11 @@ def test_the_cli_never_prints_a_credential(
     monkeypatch.setenv("CONTRACTSDK_USER_ID", "7")  # for the demo, against a real service
     for name, value in {**env, "CONTRACTSDK_BASE_URL": echo_server}.items():
         monkeypatch.setenv(name, value)
-    for argv in (["users", "get", "7"], ["users", "get", "7", "--json"], ["demo"]):
+    for argv in (
+        ["users", "get", "7"],
+        ["users", "get", "7", "--json"],
+        ["demo", "--base-url", echo_server, "--yes"],
+    ):
         code = main(argv)
         out, err = capsys.readouterr()
         assert code != 0

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-_USER_TEST = '''
+_USER_TEST = """
 import pytest
 
 @pytest.mark.asyncio
@@ -21,7 +21,7 @@ async def test_against_the_emulator(sandbox_server, sandbox_client) -> None:
     ada = sandbox_server.users[0]
     user = await sandbox_client.users.get(ada.id)
     assert user.email == ada.email
-'''
+"""
 
 
 def _run_pytest(project: Path, *options: str) -> subprocess.CompletedProcess[str]:

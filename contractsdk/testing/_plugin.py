@@ -24,6 +24,7 @@ from contractsdk.sandbox import SandboxServer
 
 __all__ = ["sandbox_client", "sandbox_client_options", "sandbox_options", "sandbox_server"]
 
+
 def _async_fixture(function: Callable[..., Any]) -> Any:
     """Declare an async fixture: pytest-asyncio's if it is installed, else a plain one.
 
