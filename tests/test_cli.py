@@ -198,6 +198,30 @@ def test_secrets_never_printed(
     assert "wrong-secret-key-42" not in out + err
 
 
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"CONTRACTSDK_CLIENT_ID": "cid"}, "CONTRACTSDK_CLIENT_SECRET is not; OAuth client"),
+        (
+            {"CONTRACTSDK_API_KEY": "k-7f2", "CONTRACTSDK_CLIENT_SECRET": "s-7f2"},
+            "both CONTRACTSDK_API_KEY and CONTRACTSDK_CLIENT_SECRET are set",
+        ),
+    ],
+)
+def test_credential_variables_that_do_not_make_one_are_named(
+    env: dict[str, str],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Half an OAuth pair, or a key beside it: the error names the variables, not 'none'."""
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    code, out, err = run(capsys, "users", "get", "1")
+    assert code == 2 and message in err, err
+    assert "no credentials" not in err and "7f2" not in out + err
+
+
 #: `parties add` with what it requires, for the cases below to add to.
 ADD_PARTY = ["parties", "add", "1", "--user", "2", "--role", "party", "--side", "first"]
 

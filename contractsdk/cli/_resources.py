@@ -41,8 +41,10 @@ def make_client(args: argparse.Namespace, **options: Any) -> ContractClient:
     api_key = getattr(args, "api_key", None)
     if not api_key and credentials is None:
         env = environment_from_env()
+        # Any credential variable set: the client says what is wrong with them (both kinds
+        # set, half a pair), naming the variables.
         require(
-            "api_key" in env or ("client_id" in env and "client_secret" in env),
+            bool({"api_key", "client_id", "client_secret"} & env.keys()),
             "no credentials: set CONTRACTSDK_API_KEY (or give --api-key), or "
             "CONTRACTSDK_CLIENT_ID and CONTRACTSDK_CLIENT_SECRET (or --client-id and "
             "--client-secret); for the emulator, `contractsdk sandbox` prints them",
