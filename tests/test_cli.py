@@ -388,10 +388,11 @@ def test_json_on_a_stream_that_is_not_utf8_keeps_every_character() -> None:
 
 
 def test_demo_shares_its_limits_through_redis(
-    capsys: pytest.CaptureFixture[str], redis_server: RedisServer
+    capsys: pytest.CaptureFixture[str], redis_server: RedisServer, tmp_path: Path
 ) -> None:
     """`contractsdk demo --redis URL`: against the embedded emulator too, the flag is used."""
-    code, _, err = run(capsys, "demo", "--redis", redis_server.url)
+    pdf = str(tmp_path / "signed.pdf")  # not into the working directory
+    code, _, err = run(capsys, "demo", "--redis", redis_server.url, "--pdf", pdf)
     assert code == 0, err
     keys = redis_server.keys()
     assert any(key.endswith(":bucket:write") for key in keys)
