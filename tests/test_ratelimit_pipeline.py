@@ -321,7 +321,9 @@ async def test_slots_reserved_ahead_fall_due_an_interval_apart(
 
     monkeypatch.setattr(queue, "_placed", watched)
     await grant_all(far_limiter, 300)
-    assert len(placed_in_order) == 300
+    # Each grant's slot was placed; on a loaded machine a few more were: a held slot the
+    # event loop reached more than LATENESS past its time is given back and reserved again.
+    assert len(placed_in_order) >= 300
     interval = 1 / 1000
     follows = [
         (later - earlier, slot.tat - before.tat)
