@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import email.utils
 import math
 import re
@@ -58,16 +59,26 @@ def parse_retry_after(headers: Mapping[str, str], *, now: float) -> float | None
         return None
     if (value := _seconds(text)) is not None:
         return value
+    when = _http_date(text)
+    return None if when is None else max(0.0, when - now)
+
+
+def _http_date(text: str) -> float | None:
+    """Return an HTTP-date as a POSIX timestamp, or None if it is not one.
+
+    RFC 9110 dates are GMT, and a recipient must read all three of its formats: asctime's
+    ``Sun Nov  6 08:49:37 1994`` names no zone, and ``-0000`` says none is known. Python
+    reads those as naive datetimes, whose timestamp() would be the host's local time.
+    """
     try:
         when = email.utils.parsedate_to_datetime(text.strip())
-        if when.tzinfo is None:  # RFC 9110 dates are GMT; a naive one is read as such
-            return None
-        wait = when.timestamp() - now
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=datetime.timezone.utc)
+        return when.timestamp()
     # OverflowError: a field past a C int ("+99999999999999" as the zone); OSError: a
     # platform's datetime refusing an extreme date. Both are garbage, ignored as the rest.
     except (TypeError, ValueError, IndexError, OverflowError, OSError):
         return None
-    return max(0.0, wait)
 
 
 def request_id(headers: Mapping[str, str]) -> str | None:
@@ -148,13 +159,7 @@ def server_now(headers: Mapping[str, str], now: float) -> float:
     if _last_date[0] == text:
         date = _last_date[1]
     else:
-        try:
-            when = email.utils.parsedate_to_datetime(text.strip())
-            date = when.timestamp() if when.tzinfo is not None else None
-        except (TypeError, ValueError, IndexError, OverflowError, OSError):
-            date = None
-        if date is not None and not math.isfinite(date):
-            date = None
+        date = _http_date(text)
         _last_date = (text, date)
     if date is None or not DATE_TRUST < abs(date + 0.5 - now) <= DATE_MOST:
         return now

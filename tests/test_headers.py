@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import email.utils
+import time
 from collections.abc import Mapping
 
 import pytest
 
 from contractsdk import Headers
-from contractsdk._headers import RateLimitHints, parse_rate_limit_headers
+from contractsdk._headers import (
+    RateLimitHints,
+    parse_rate_limit_headers,
+    parse_retry_after,
+    server_now,
+)
 from tests._fakeclock import NOW_WALL
 
 
@@ -30,6 +36,30 @@ def test_retry_after_http_date() -> None:
     """Retry-After as an HTTP-date, relative to the wall clock."""
     date = email.utils.formatdate(NOW_WALL + 30, usegmt=True)
     assert hints({"Retry-After": date}).retry_after == pytest.approx(30.0)
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        "%a, %d %b %Y %H:%M:%S GMT",  # IMF-fixdate
+        "%A, %d-%b-%y %H:%M:%S GMT",  # RFC 850
+        "%a %b %e %H:%M:%S %Y",  # asctime: no zone, GMT all the same
+        "%a, %d %b %Y %H:%M:%S -0000",  # a zone not known: GMT, as RFC 9110 reads dates
+    ],
+)
+def test_retry_after_in_every_http_date_format(form: str) -> None:
+    """RFC 9110: a recipient reads all three date formats, each of them GMT.
+
+    A date without a zone was ignored: Python reads it as naive, and its timestamp() as
+    the host's local time.
+    """
+    date = time.strftime(form, time.gmtime(NOW_WALL + 30))
+    assert hints({"Retry-After": date}).retry_after == pytest.approx(30.0)
+    # Read against a server's own Date in the same format, 45 s behind ours.
+    server = time.strftime(form, time.gmtime(NOW_WALL - 45))
+    headers = Headers({"Retry-After": date, "Date": server})
+    waited = parse_retry_after(headers, now=server_now(headers, NOW_WALL))
+    assert waited == pytest.approx(75.0, abs=1.0)
 
 
 def test_retry_after_ms() -> None:
