@@ -1,0 +1,262 @@
+"""The learning policy where no other test pinned it.
+
+5xx pauses, the finer reset's edges, the slow start's clock, the remaining-0 plateau, the
+send clamp, a 429's tokens.
+"""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+from contractsdk._headers import RateLimitHints
+from contractsdk._ratelimit._control import (
+    BETA,
+    CUBIC_K,
+    FIRST_BETA,
+    K_MAX,
+    MAX_CUT,
+    PROBE_FLOOR,
+    SEND_RATE_CLAMP,
+    SLOW_START_DOUBLING,
+    Control,
+    Decision,
+    Observation,
+    grow,
+    initial,
+    said_pause,
+    step,
+)
+
+MAX_PAUSE = 60.0
+
+
+def decide(
+    control: Control, observation: Observation, now: float = 10.0, **kwargs: object
+) -> Decision:
+    options: dict[str, object] = {"ceiling": None, "adaptive": True, "max_pause": MAX_PAUSE}
+    options.update(kwargs)
+    return step(control, observation, now, **options)  # type: ignore[arg-type]  # checked above
+
+
+def cubic(w_max: float = 100.0, t_fail: float = 0.0) -> Control:
+    return Control(
+        rate=w_max * BETA, phase="cubic", w_max=w_max, t_fail=t_fail, k=CUBIC_K, stamp=t_fail
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"), [(500, 5.0), (502, 5.0), (504, 5.0), (404, None), (409, None)]
+)
+def test_a_retry_after_pauses_on_a_5xx_but_not_on_another_error(
+    status: int, expected: float | None
+) -> None:
+    """``Retry-After`` on any 5xx (500 included) pauses the bucket; on a 404 it does not."""
+    observation = Observation(status=status, hints=RateLimitHints(retry_after=5.0))
+    assert said_pause(observation, max_pause=MAX_PAUSE) == expected
+
+
+@pytest.mark.parametrize(
+    ("hints", "expected"),
+    [
+        # Retry-After 2 is not a reset of 0.5 rounded up (1): another counter's.
+        (RateLimitHints(retry_after=2.0, remaining=0.0, reset=0.5), 2.0),
+        (RateLimitHints(retry_after=2.0, remaining=0.0, reset=1.0), 2.0),
+        (RateLimitHints(retry_after=2.0, remaining=0.0, reset=1.5), 1.5),  # 1.5 rounded up
+    ],
+)
+def test_the_finer_reset_is_taken_only_for_the_retry_after_it_rounds_up_to(
+    hints: RateLimitHints, expected: float
+) -> None:
+    """Only the reset that ``Retry-After`` rounds up to whole seconds replaces it."""
+    observation = Observation(status=429, hints=hints)
+    assert said_pause(observation, max_pause=MAX_PAUSE) == expected
+
+
+def test_a_slow_start_doubles_from_its_own_stamp() -> None:
+    """The doubling counts the busy time since the slow start last grew, not since 0."""
+    control = Control(rate=20.0, phase="slow", stamp=100.0)
+    grown = grow(control, ceiling=None, sent=0.0, backlogged=True, now=100.0 + SLOW_START_DOUBLING)
+    assert grown.rate == pytest.approx(40.0)
+
+
+def test_a_429_empties_the_bucket() -> None:
+    """A 429 leaves the bucket no tokens, whatever its headers say is left."""
+    named = Observation(status=429, hints=RateLimitHints(remaining=5.0, retry_after=1.0))
+    for observation in (Observation(status=429), named):
+        assert decide(cubic(), observation).tokens == 0.0
+    assert (
+        decide(cubic(), Observation(status=200, hints=RateLimitHints(remaining=7.0))).tokens == 7.0
+    )
+
+
+def test_without_pacing_a_bare_429_pauses_a_tenth_of_a_second() -> None:
+    """Not adaptive and no limit known (no rate): a bare 429 still pauses 0.1 s."""
+    control = initial(None, adaptive=False, now=0.0)
+    decision = decide(control, Observation(status=429), adaptive=False)
+    assert decision.pause == pytest.approx(0.1)
+
+
+EXHAUSTED = Observation(status=200, hints=RateLimitHints(remaining=0.0, reset=1.0))
+
+
+def test_the_remaining_zero_plateau_holds_the_rate_then_climbs_slowly() -> None:
+    """Remaining 0 leaving a slow start: W is the rate in use, and the curve is flat there.
+
+    The next busy moments neither drop the rate (the curve is at W, not before it) nor
+    jump it; it probes above only after the plateau's K.
+    """
+    plateau = decide(Control(rate=80.0, phase="slow"), EXHAUSTED, now=10.0).control
+    assert (plateau.phase, plateau.w_max, plateau.rate, plateau.hinted) == (
+        "cubic",
+        80.0,
+        80.0,
+        True,
+    )
+    assert plateau.k == CUBIC_K  # the server named no limit: the usual K
+    soon = grow(plateau, ceiling=None, sent=80.0, backlogged=True, now=10.1)
+    assert soon.rate == pytest.approx(80.0, rel=1e-3)
+    later = grow(plateau, ceiling=None, sent=80.0, backlogged=True, now=10.0 + 3 * CUBIC_K)
+    assert later.rate is not None and later.rate > 80.0
+
+
+def test_a_named_limit_makes_the_plateau_probe_slowly() -> None:
+    """With a limit in the headers, the plateau's K is K_MAX (the limit is trusted)."""
+    named = attrs.evolve(EXHAUSTED, hint=1000.0)
+    plateau = decide(Control(rate=80.0, phase="slow"), named, now=10.0).control
+    assert plateau.k == K_MAX
+
+
+def test_the_remaining_zero_plateau_is_set_once_per_epoch() -> None:
+    """A server with a burst of 1 says remaining 0 after every request: the rate still climbs."""
+    plateau = decide(Control(rate=80.0, phase="slow"), EXHAUSTED, now=10.0).control
+    climbed = grow(plateau, ceiling=None, sent=200.0, backlogged=True, now=20.0)
+    again = decide(climbed, EXHAUSTED, now=20.0)
+    assert again.control == climbed
+
+
+def test_the_plateau_is_not_set_below_w() -> None:
+    """Climbing back toward W after a decrease, remaining 0 does not stop the climb."""
+    below = cubic(w_max=100.0)  # at 90, under W
+    assert decide(below, EXHAUSTED, now=1.0).control == below
+
+
+def test_a_curve_not_all_used_grows_no_further_than_twice_what_is_sent() -> None:
+    """Not backlogged (the rate is not used up), the curve is held to SEND_RATE_CLAMP x sent."""
+    control = cubic(w_max=100.0)
+    idle = grow(control, ceiling=None, sent=20.0, backlogged=False, now=3 * CUBIC_K)
+    assert idle.rate == pytest.approx(90.0)  # max(the rate in use, 2 x 20)
+    busy = grow(control, ceiling=None, sent=60.0, backlogged=False, now=3 * CUBIC_K)
+    assert busy.rate == pytest.approx(SEND_RATE_CLAMP * 60.0)  # the curve is at 180 by now
+
+
+@pytest.mark.parametrize("rate", [100.0, 110.0])
+def test_the_plateau_is_set_at_or_above_w(rate: float) -> None:
+    """Probing at or above W, remaining 0 settles the curve at the rate in use."""
+    probing = attrs.evolve(cubic(w_max=100.0), rate=rate)
+    plateau = decide(probing, EXHAUSTED, now=30.0).control
+    assert (plateau.w_max, plateau.rate, plateau.hinted) == (rate, rate, True)
+    assert plateau.t_fail == 30.0 - plateau.k
+
+
+@pytest.mark.parametrize(("scale", "doubled"), [(1.0, 40.0), (2.0, 20.0 * 2**0.5)])
+def test_a_slow_start_alone_doubles_at_full_speed(scale: float, doubled: float) -> None:
+    """Alone, a slow start doubles every SLOW_START_DOUBLING; shared, half as fast."""
+    control = Control(rate=20.0, phase="slow")
+    busy = Observation(status=200, backlogged=True, scale=scale)
+    grown = decide(control, busy, now=SLOW_START_DOUBLING).control
+    assert grown.rate == pytest.approx(doubled)
+
+
+def test_a_strike_run_probes_at_the_floor_spread_by_the_jitter() -> None:
+    """A run of 429s after a strike probes every PROBE_FLOOR, times the jitter drawn."""
+    told = initial(100.0, adaptive=True, now=0.0)
+    at_limit = Observation(status=429, answered=81, admitted=80)
+    control = decide(told, at_limit, now=0.81, ceiling=100.0).control
+    run = decide(control, Observation(status=429, streak=2), now=0.82, ceiling=100.0, jitter=0.5)
+    assert run.pause == pytest.approx(PROBE_FLOOR * 0.5)
+
+
+def test_w_is_at_most_what_was_sent_when_the_rate_was_not_all_used() -> None:
+    """Not backlogged, sending 70/s of a rate of 90: the overload was at 70/s, not more."""
+    observation = Observation(
+        status=429, epoch_age=2.0, answered=170, admitted=160, sent=70.0, backlogged=False
+    )
+    left = decide(cubic(w_max=100.0), observation).control  # admitted 80/s over the epoch
+    assert left.w_max == pytest.approx(70.0)
+    assert left.rate == pytest.approx(70.0 * BETA)
+
+
+def test_a_slow_start_that_saw_nothing_admitted_lately_cuts_the_rate_in_use() -> None:
+    """No admitted rate to go by: FIRST_BETA of the rate in use, not a collapse to MIN_RATE."""
+    refused = Observation(status=429, backlogged=True, answered=10, admitted=0)
+    left = decide(Control(rate=100.0, phase="slow"), refused).control
+    assert left.rate == pytest.approx(100.0 * FIRST_BETA)
+
+
+def test_a_backlogged_slow_start_failed_at_its_rate_whatever_the_send_meter_says() -> None:
+    """Backlogged, the rate was all used: the curve climbs back toward it (the meter lags)."""
+    refused = Observation(
+        status=429, backlogged=True, admitted_rate=150.0, answered=40, admitted=39, sent=100.0
+    )
+    left = decide(Control(rate=200.0, phase="slow"), refused).control
+    assert left.w_max == 200.0
+
+
+def test_a_fleet_of_two_measures_w_over_the_epoch_for_both() -> None:
+    """Shared by two, this process's 100 admitted in 2 s stand for 100/s; K is doubled."""
+    control = attrs.evolve(cubic(w_max=200.0), rate=150.0)
+    fleet = Observation(
+        status=429, epoch_age=2.0, answered=100, admitted=100, scale=2.0, backlogged=True
+    )
+    left = decide(control, fleet).control
+    assert left.w_max == pytest.approx(100.0)
+    assert left.k_base == 2 * CUBIC_K
+
+
+def test_a_fleet_of_two_leaving_the_slow_start_takes_the_lower_measure() -> None:
+    """Shared by two: W is the lower of the admitted rate x 2 and the fleet's sent x share."""
+    fleet = Observation(
+        status=429,
+        backlogged=True,
+        admitted_rate=50.0,  # x 2: 100/s
+        answered=20,
+        admitted=15,
+        sent=80.0,  # x 15/20: 60/s
+        scale=2.0,
+    )
+    left = decide(Control(rate=200.0, phase="slow"), fleet).control
+    assert left.rate == pytest.approx(200.0 * MAX_CUT * FIRST_BETA)  # no lower than that
+    assert left.w_max == pytest.approx(70.0)  # levels off at the new rate, over 60
+
+
+def test_a_fleet_s_last_second_counts_for_every_process() -> None:
+    """Shared by two, this process's 40 admitted over the last second stand for 80/s."""
+    control = attrs.evolve(cubic(w_max=200.0), rate=150.0)
+    fleet = Observation(
+        status=429,
+        epoch_age=2.0,
+        answered=20,
+        admitted=20,  # 20/s over the epoch, for both
+        admitted_second=40.0,
+        scale=2.0,
+        backlogged=True,
+    )
+    assert decide(control, fleet).control.w_max == pytest.approx(80.0)
+
+
+def test_a_fleet_s_window_quota_counts_for_every_process() -> None:
+    """Out of its quota, a window shared by two is aimed at twice what this process saw."""
+    exited = Control(rate=150.0, phase="cubic", w_max=200.0, t_fail=9.9, k=2.0, epoch=1)
+    refused = Observation(
+        status=429,
+        epoch_age=0.1,
+        answered=10,
+        admitted=5,
+        admitted_second=30.0,
+        scale=2.0,
+        streak=3,
+        refused_for=0.3,
+    )
+    aimed = decide(exited, refused).control
+    assert (aimed.w_max, aimed.rate, aimed.epoch) == (60.0, 60.0, 1)
