@@ -13,6 +13,7 @@ import re
 import pytest
 
 from contractsdk import (
+    ClientCredentials,
     ConfigurationError,
     ContractClient,
     RateLimiterTimeoutError,
@@ -236,3 +237,62 @@ async def test_a_call_waiting_in_the_limiter_when_the_client_closes_sends_nothin
     with pytest.raises(ConfigurationError, match=re.escape(CLIENT_CLOSED)):
         await waiting
     assert len(sent) == 1
+
+
+async def test_hooks_see_no_credential_through_a_plain_transport() -> None:
+    """A transport without a header hook gets a copy with the credential; hooks never do.
+
+    The answer a plain transport returns names the request it was given, the copy that
+    carries ``Authorization``: the answer hooks, errors and logs see names the request
+    as it was before the credential went on.
+    """
+    service = FakeService()
+    seen: list[Request] = []
+
+    async def on_response(response: Response) -> None:
+        assert response.request is not None
+        seen.append(response.request)
+
+    async with ContractClient(
+        api_key=API_KEY,
+        rate_limits=None,
+        transport=MockTransport(service),
+        event_hooks={"request": [seen.append], "response": [on_response]},
+    ) as client:
+        await client.users.get(7)
+    assert len(seen) == 2
+    for request in seen:
+        assert "authorization" not in {name.lower() for name in request.headers}
+        assert API_KEY not in repr(request.headers)
+
+
+async def test_hooks_see_no_client_secret_in_a_token_request() -> None:
+    """The token request's hooks see it without its body, which holds the client secret."""
+    secret = "client-secret-9d2e"
+    service = FakeService()
+
+    def answer(request: Request) -> Response:
+        if request.path == "/oauth/token":
+            return json_response(
+                200, {"access_token": "tok-1", "token_type": "Bearer", "expires_in": 3600}
+            )
+        return service(request)
+
+    seen: list[Request] = []
+
+    async def on_response(response: Response) -> None:
+        assert response.request is not None
+        seen.append(response.request)
+
+    async with ContractClient(
+        credentials=ClientCredentials(client_id="cid", client_secret=secret),
+        rate_limits=None,
+        transport=MockTransport(answer),
+        event_hooks={"request": [seen.append], "response": [on_response]},
+    ) as client:
+        await client.users.get(7)
+    token_requests = [request for request in seen if request.path == "/oauth/token"]
+    assert len(token_requests) == 2  # the request hook's and the answer's
+    for request in token_requests:
+        assert not request.content
+        assert secret not in repr(request)
