@@ -307,8 +307,8 @@ def _finer_reset(observation: Observation) -> float | None:
 
 def _measured_w(
     rate: float, observation: Observation, remembered: float, last_w: float
-) -> float | None:
-    """The rate that overloaded the server, or None when the epoch is too young to tell.
+) -> float:
+    """The rate that overloaded the server (the rate in use, when too young to tell).
 
     Leaving a slow start: what the server admitted lately. Later, from this epoch's
     answers: under steady overload every server type admits its limit, whatever it
@@ -429,8 +429,6 @@ def _decrease(
     measured = _measured_w(
         rate, attrs.evolve(observation, phase_slow=slow), remembered, control.w_max
     )
-    if measured is None:
-        return control
     if slow:
         return _leave_slow_start(control, rate, max(MIN_RATE, measured), observation, ceiling, now)
     w_max = max(MIN_RATE, measured, rate * MAX_CUT)
