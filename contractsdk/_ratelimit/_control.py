@@ -305,9 +305,7 @@ def _finer_reset(observation: Observation) -> float | None:
     return None
 
 
-def _measured_w(
-    rate: float, observation: Observation, remembered: float, last_w: float
-) -> float:
+def _measured_w(rate: float, observation: Observation, remembered: float, last_w: float) -> float:
     """The rate that overloaded the server (the rate in use, when too young to tell).
 
     Leaving a slow start: what the server admitted lately. Later, from this epoch's
