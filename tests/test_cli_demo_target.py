@@ -56,6 +56,21 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+def demo_against(server: SandboxServer, tmp_path: Path) -> list[str]:
+    """`contractsdk demo` naming ``server`` on its command line, as its first user."""
+    return [
+        "demo",
+        "--base-url",
+        server.url,
+        "--api-key",
+        server.api_key,
+        "--user-id",
+        str(server.users[0].id),
+        "--pdf",
+        str(tmp_path / "signed.pdf"),
+    ]
+
+
 def requests_to(server: SandboxServer) -> int:
     """How many requests the server has answered."""
     count = server.counters()["requests"]
@@ -156,20 +171,7 @@ def test_a_named_service_with_yes_runs_the_flow_there(
 ) -> None:
     """--base-url URL --yes: the flow runs against that service, as --user-id."""
     before = requests_to(elsewhere)
-    code = main(
-        [
-            "demo",
-            "--base-url",
-            elsewhere.url,
-            "--api-key",
-            elsewhere.api_key,
-            "--user-id",
-            str(elsewhere.users[0].id),
-            "--yes",
-            "--pdf",
-            str(tmp_path / "signed.pdf"),
-        ]
-    )
+    code = main([*demo_against(elsewhere, tmp_path), "--yes"])
     out, err = capsys.readouterr()
     assert code == 0, err
     assert f"the whole flow against {elsewhere.url}" in out
@@ -189,19 +191,7 @@ def test_a_terminal_that_says_yes_runs_the_flow(
 
     monkeypatch.setattr(_demo, "_is_terminal", lambda: True)
     monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
-    code = main(
-        [
-            "demo",
-            "--base-url",
-            elsewhere.url,
-            "--api-key",
-            elsewhere.api_key,
-            "--user-id",
-            str(elsewhere.users[0].id),
-            "--pdf",
-            str(tmp_path / "signed.pdf"),
-        ]
-    )
+    code = main(demo_against(elsewhere, tmp_path))
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "Go ahead? [y/N]" in out and f"the whole flow against {elsewhere.url}" in out

@@ -20,29 +20,12 @@ from contractsdk._ratelimit._control import (
     SEND_RATE_CLAMP,
     SLOW_START_DOUBLING,
     Control,
-    Decision,
     Observation,
     grow,
     initial,
     said_pause,
-    step,
 )
-
-MAX_PAUSE = 60.0
-
-
-def decide(
-    control: Control, observation: Observation, now: float = 10.0, **kwargs: object
-) -> Decision:
-    options: dict[str, object] = {"ceiling": None, "adaptive": True, "max_pause": MAX_PAUSE}
-    options.update(kwargs)
-    return step(control, observation, now, **options)  # type: ignore[arg-type]  # checked above
-
-
-def cubic(w_max: float = 100.0, t_fail: float = 0.0) -> Control:
-    return Control(
-        rate=w_max * BETA, phase="cubic", w_max=w_max, t_fail=t_fail, k=CUBIC_K, stamp=t_fail
-    )
+from tests.test_ratelimit_control import MAX_PAUSE, cubic, decide
 
 
 @pytest.mark.parametrize(

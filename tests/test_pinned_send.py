@@ -8,6 +8,7 @@ uploads without retries or after the client closed.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 
 import pytest
@@ -296,3 +297,50 @@ async def test_hooks_see_no_client_secret_in_a_token_request() -> None:
     for request in token_requests:
         assert not request.content
         assert secret not in repr(request)
+
+
+@pytest.mark.parametrize(("limiter_timeout", "call_timeout"), [(10.0, 0.5), (0.5, 10.0)])
+async def test_the_shorter_of_limiter_timeout_and_the_call_s_deadline_bounds_the_wait(
+    limiter_timeout: float, call_timeout: float
+) -> None:
+    """A turn 1 s away: either bound of 0.5 s fails the call at once, whichever it is."""
+    clock = FakeClock()
+    transport, sent = recorder()
+    async with ContractClient(
+        api_key=API_KEY,
+        transport=transport,
+        rate_limits=RateLimits(read=1, burst=1),
+        retries=Retries(timeout=call_timeout),
+        limiter_timeout=limiter_timeout,
+        clock=clock,
+        wall_clock=clock.wall,
+        sleep=clock.sleep,
+    ) as client:
+        await clock.run(client.users.get(7))
+        started = clock.now
+        with pytest.raises(RateLimiterTimeoutError):
+            await clock.run(client.users.get(7))
+    assert len(sent) == 1
+    assert clock.now < started + 0.5 + 1e-9
+
+
+async def test_the_debug_log_times_each_answer(caplog: pytest.LogCaptureFixture) -> None:
+    """The DEBUG line of an answer says how long it took, from send to answer."""
+    clock = FakeClock()
+    service = FakeService()
+
+    async def slow(request: Request) -> Response:
+        await clock.sleep(0.25)
+        return service(request)
+
+    async with ContractClient(
+        api_key=API_KEY,
+        transport=MockTransport(slow),
+        rate_limits=None,
+        clock=clock,
+        wall_clock=clock.wall,
+        sleep=clock.sleep,
+    ) as client:
+        with caplog.at_level(logging.DEBUG, logger="contractsdk"):
+            await clock.run(client.users.get(7))
+    assert "← 200 GET /v1/users/7 in 250.0 ms" in caplog.messages
