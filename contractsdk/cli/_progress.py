@@ -119,14 +119,14 @@ class ProgressView:
     def fields(self) -> dict[str, Any]:
         """The figures of the current snapshot, for the bar's columns and the plain line.
 
-        Once stopped, ``completed`` is the rows settled, not those yielded unsent, and
-        ``eta`` says how many are not sent, so that the bar and the line never read as done.
+        ``completed`` is the rows settled (not those a stop yielded unsent), and once
+        stopped ``eta`` says how many are not sent: the bar and the line never read as done.
         """
         snapshot = self.job.progress()
         not_sent = self.not_sent(snapshot)
         return {
             "total": snapshot.total,
-            "completed": self.settled if self.stopped else self.done,
+            "completed": self.settled,  # all yielded, until a stop leaves rows unsent
             "not_sent": not_sent,
             "rate": f"{self.rate():,.1f} rows/s",
             "eta": f"stopped, {not_sent:,} not sent"
