@@ -13,7 +13,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from contractsdk import ContractClient, ReadError, Request, Response, Retries
+import attrs
+
+from contractsdk import AiohttpTransport, ContractClient, ReadError, Request, Response, Retries
 from contractsdk._converter import structure_list
 from contractsdk.bulk import BulkJob, BulkParty, JournalError, RowOutcome
 from contractsdk.bulk._journal import Journal
@@ -343,3 +345,50 @@ async def resume(
 
         await asyncio.wait_for(consume(), LIMIT)
     return job
+
+
+class WithoutIdempotencyKeys:
+    """A transport that drops the Idempotency-Key header, as a service ignoring it would."""
+
+    def __init__(self) -> None:
+        self.inner = AiohttpTransport()
+
+    async def handle_async_request(self, request: Request) -> Response:
+        stripped = attrs.evolve(request, headers=request.headers.without("Idempotency-Key"))
+        return await self.inner.handle_async_request(stripped)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class SentThenCut:
+    """Sends each POST on its own, and answers at once as if the connection broke.
+
+    The request goes on to the service (without its Idempotency-Key, as to a service that
+    ignores it) while the job records an unknown outcome; after ``count`` such POSTs the
+    job is stopped: a run cut short with its last requests still being processed. Only
+    POSTs whose path ends with ``path_end`` are cut (every POST by default).
+    """
+
+    def __init__(self, count: int, path_end: str = "") -> None:
+        self.inner = WithoutIdempotencyKeys()
+        self.count = count
+        self.path_end = path_end
+        self.detached: list[asyncio.Task[Response]] = []
+        self.job: BulkJob | None = None
+
+    async def handle_async_request(self, request: Request) -> Response:
+        if request.method != "POST" or not request.path.endswith(self.path_end):
+            return await self.inner.handle_async_request(request)
+        self.detached.append(asyncio.create_task(self.inner.handle_async_request(request)))
+        if len(self.detached) == self.count and self.job is not None:
+            self.job.stop()
+        raise ReadError("the connection broke after sending (test)")
+
+    async def aclose(self) -> None:
+        """Leave the detached requests running: :meth:`finish` ends them."""
+
+    async def finish(self) -> None:
+        """Wait for the detached requests, then close the connections."""
+        await asyncio.gather(*self.detached, return_exceptions=True)
+        await self.inner.aclose()

@@ -13,16 +13,16 @@ import signal
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
 
-from contractsdk import AiohttpTransport, ContractClient, RateLimits, Request, Response, Retries
-from contractsdk._exceptions import ReadError
+from contractsdk import ContractClient, RateLimits, Retries
 from contractsdk.bulk import BulkJob, RowOutcome
 from contractsdk.sandbox import FaultRule, SandboxServer
 from tests._bulkkit import (
     CONCURRENCY,
     LIMIT,
+    SentThenCut,
+    WithoutIdempotencyKeys,
     check_accounted,
     command_emulator,
     created_in,
@@ -129,20 +129,6 @@ async def test_faults_every_row_accounted_for(tmp_path: Path) -> None:
         assert server.counters()["rate_limited"] == summary.throttled
 
 
-class WithoutIdempotencyKeys:
-    """A transport that drops the Idempotency-Key header, as a service ignoring it would."""
-
-    def __init__(self) -> None:
-        self.inner = AiohttpTransport()
-
-    async def handle_async_request(self, request: Request) -> Response:
-        stripped = attrs.evolve(request, headers=request.headers.without("Idempotency-Key"))
-        return await self.inner.handle_async_request(stripped)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-
 async def test_reconciliation_alone_prevents_duplicates(tmp_path: Path) -> None:
     """With no idempotent replay at all, lost answers are found by listing, never re-sent."""
     faults = [FaultRule(CREATE, lost=0.15, reset=0.05)]
@@ -210,37 +196,6 @@ async def test_a_journal_started_afresh_is_not_answered_with_stale_replays(
         assert [o.state for o in second] == ["created"] * 3
         assert {o.contract_id for o in second}.isdisjoint(o.contract_id for o in first)
         assert len(await listed_names(server, team_id)) == 3
-
-
-class SentThenCut:
-    """Sends each create on its own, and answers at once as if the connection broke.
-
-    The request goes on to the service (without its Idempotency-Key, as to a service that
-    ignores it) while the job records an unknown outcome; after ``count`` creates the job
-    is stopped: a run cut short with its last requests still being processed.
-    """
-
-    def __init__(self, count: int) -> None:
-        self.inner = WithoutIdempotencyKeys()
-        self.count = count
-        self.detached: list[asyncio.Task[Response]] = []
-        self.job: BulkJob | None = None
-
-    async def handle_async_request(self, request: Request) -> Response:
-        if request.method != "POST":
-            return await self.inner.handle_async_request(request)
-        self.detached.append(asyncio.create_task(self.inner.handle_async_request(request)))
-        if len(self.detached) == self.count and self.job is not None:
-            self.job.stop()
-        raise ReadError("the connection broke after sending (test)")
-
-    async def aclose(self) -> None:
-        """Leave the detached requests running: :meth:`finish` ends them."""
-
-    async def finish(self) -> None:
-        """Wait for the detached requests, then close the connections."""
-        await asyncio.gather(*self.detached, return_exceptions=True)
-        await self.inner.aclose()
 
 
 async def test_a_run_started_at_once_waits_for_what_the_last_left_in_flight(

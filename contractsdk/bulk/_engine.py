@@ -96,8 +96,8 @@ class BulkJob:
             a temporary journal, deleted at the end (no resume).
         concurrency: The most requests in flight at once.
         require_all: Also refuse rows that leave an applicable term unanswered.
-        rounds: How many more times a row that failed in a retryable way (429, 5xx, no
-            connection, unknown outcome) is tried within a run.
+        rounds: How many more times a row, or a party's add, that failed in a retryable
+            way (429, 5xx, no connection, unknown outcome) is tried within a run.
         round_delay: Seconds to wait before each further round (a throttled or failing
             service gets time to recover), and between the last unknown outcome and the
             listing that reconciles it (a request still being processed must finish).

@@ -511,8 +511,14 @@ class Journal:
         return [found[0] for found in self.db.execute(query, parameters)]
 
     def newest_sending(self) -> str | None:
-        """When the newest ``sending`` row was marked (sent, or its outcome found unknown)."""
-        found = self.db.execute("SELECT max(updated) FROM rows WHERE state = 'sending'").fetchone()
+        """When the newest ``sending`` row or ``adding`` party step was marked.
+
+        That is when it was sent, or its outcome found unknown (ISO 8601, UTC).
+        """
+        found = self.db.execute(
+            "SELECT max(updated) FROM (SELECT updated FROM rows WHERE state = 'sending' "
+            "UNION ALL SELECT updated FROM parties WHERE state = 'adding')"
+        ).fetchone()
         return None if found is None else found[0]
 
     def has_sending(self, run: int | None = None) -> bool:

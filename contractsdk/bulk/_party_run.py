@@ -3,6 +3,12 @@
 A step that may have been sent before (``attempts > 0``: killed while ``adding``, or a
 failed add) is never sent again before the contract's collaborators have been listed and
 none of them is the step's user (``_steps.py`` invariant 2).
+
+Within a run, a step is tried when its contract is created; after the rows' rounds, the
+run's created rows with steps left are passed over once, then up to ``rounds`` more times
+while some step's add failed in a retryable way or its outcome is unknown, each round
+``round_delay`` later (as rows are: ``_run.py``). A step refused for good (a 404 user,
+say) stops its row's steps until ``bulk retry``.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import time
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -24,6 +31,7 @@ from contractsdk.bulk._steps import (
     mark_step_failed,
     missing_parties,
     steps_of,
+    unknown_steps,
 )
 from contractsdk.models import Role
 
@@ -43,6 +51,9 @@ class PartySteps:
     def __init__(self, run: Run) -> None:
         self.run = run
         self.by_name = {party.name: party for party in run.spec.parties}
+        # Steps (row key, party) whose add failed in a way worth another round: ``failed``
+        # in the journal, like a step refused for good, which no round sends again.
+        self.retryable: set[tuple[str, str]] = set()
 
     async def complete(self, record: JournalRecord) -> tuple[str, ...]:
         """Add a created row's parties not added yet, in order; return those still missing.
@@ -51,41 +62,71 @@ class PartySteps:
         """
         if not self.by_name or record.contract_id is None:
             return ()
-        return await self._complete(record.key, record.contract_id, record.template_id)
+        return await self._complete(
+            record.key, record.contract_id, record.template_id, failed=False
+        )
 
     async def _complete(
-        self, key: str, contract_id: int, template_id: int | None
+        self, key: str, contract_id: int, template_id: int | None, *, failed: bool
     ) -> tuple[str, ...]:
+        """Add a row's steps in order, up to one that fails or that ``failed`` before.
+
+        A ``failed`` step is sent again only with ``failed`` (``bulk retry``) or when its
+        failure this run was retryable.
+        """
         journal = self.run.journal
         steps = await journal.call(lambda j: steps_of(j, key))
         for step in steps:
+            again = failed or (key, step.party) in self.retryable
+            if step.state == "failed" and not again:
+                break
             if self.run.stopping or not await self._add(step, contract_id, template_id):
                 break
         missing = await journal.call(lambda j: missing_parties(j, [key]))
         return missing.get(key, ())
 
     async def complete_all(self, *, every_failure: bool) -> None:
-        """Complete this run's created rows that have parties to add, a page at a time.
+        """Complete this run's created rows that have parties to add, in rounds.
 
         Those are rows found by reconciliation, rows created by an earlier run (skipped
-        now), rows killed between steps and, with ``every_failure`` (``bulk retry``),
-        rows whose add failed.
+        now), rows killed between steps, rows whose add failed in a retryable way or with
+        an unknown outcome and, with ``every_failure`` (``bulk retry``), rows whose add
+        was refused. After one pass, up to ``rounds`` more while a step's add failed in a
+        retryable way or its outcome is unknown, each after ``round_delay``.
         """
         if not self.by_name:
             return
+        run = self.run
+        await run.settle()  # a step's unknown outcome is listed only round_delay after
+        await self._pass(failed=every_failure)
+        for _ in range(run.spec.rounds):
+            if run.stopping or not await self._unsettled():
+                return
+            await run.pause(run.spec.round_delay)
+            await run.settle()
+            await self._pass(failed=False)
+
+    async def _unsettled(self) -> bool:
+        """Tell whether a step's add failed in a retryable way or its outcome is unknown."""
+        if self.retryable:
+            return True
+        return await self.run.journal.call(lambda j: unknown_steps(j, self.run.run))
+
+    async def _pass(self, *, failed: bool) -> None:
+        """Pass once over the run's created rows with steps to do, a page at a time."""
         run = self.run
         limit = asyncio.Semaphore(run.spec.concurrency)
 
         async def one(key: str, contract_id: int, template_id: int | None) -> None:
             async with limit:
-                await self._complete(key, contract_id, template_id)
+                await self._complete(key, contract_id, template_id, failed=failed)
 
+        # Rows whose only steps left are ``failed`` are paged too when some are retryable.
+        paged = failed or bool(self.retryable)
         after = ""
         while not run.stopping:
             page = await run.journal.call(
-                partial(
-                    incomplete_rows, run=run.run, after=after, limit=_PAGE, failed=every_failure
-                )
+                partial(incomplete_rows, run=run.run, after=after, limit=_PAGE, failed=paged)
             )
             if not page:
                 return
@@ -101,6 +142,7 @@ class PartySteps:
         party = self.by_name.get(name)
         if party is None:  # a journal's own parties always match its job's
             return False
+        self.retryable.discard((key, name))  # until this try fails in a retryable way
         if step.attempts > 0:
             try:
                 collaborators = await client.collaborators.list(contract_id)
@@ -130,6 +172,10 @@ class PartySteps:
             await journal.call(
                 lambda j: mark_step_failed(j, key, name, message, known=kind != "unknown")
             )
+            if kind == "unknown":
+                run.last_unknown = time.monotonic()
+            elif kind == "retry":
+                self.retryable.add((key, name))
             if kind == "fatal":
                 run.fail(exc)
             return False

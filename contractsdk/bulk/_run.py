@@ -205,8 +205,7 @@ class Run:
         spec = self.spec
         targets = self.targets
         self.must_list = set(await self.journal.call(lambda j: j.teams_to_reconcile()))
-        if self.must_list:
-            await self._settle_earlier_run()
+        await self._settle_earlier_run()
         if spec.team_id is not None:
             await targets.check_team(spec.team_id, fixed=True)  # lists it (_list_team)
         for team in sorted(self.must_list - self.listed):
@@ -235,9 +234,10 @@ class Run:
         """Wait until ``round_delay`` after the newest send an earlier run left unknown.
 
         A run killed, or stopped by a second Ctrl-C, leaves its last requests in flight,
-        and the service may still be making their contracts when the next run starts at
-        once: listed then, they were missed and sent again (twins, on a service that
-        ignores the key). The same wait a run keeps after an unknown outcome of its own.
+        and the service may still be making their contracts, or adding their parties, when
+        the next run starts at once: listed then, they were missed and sent again (twins,
+        on a service that ignores the key). The same wait a run keeps after an unknown
+        outcome of its own.
         """
         newest = await self.journal.call(lambda j: j.newest_sending())
         if newest is not None:
@@ -447,14 +447,15 @@ class Run:
                 return
             await self._resend(every_failure=False)
 
-    async def _settle(self) -> None:
+    async def settle(self) -> None:
+        """Wait until ``round_delay`` after this run's last unknown outcome (row or party)."""
         last = self.last_unknown
         if last is not None:
             await self.pause(self.spec.round_delay - (time.monotonic() - last))
 
     async def _reconcile_run(self) -> bool:
         """Reconcile this run's rows that may have been sent; False if a listing failed."""
-        await self._settle()
+        await self.settle()
         teams = await self.journal.call(lambda j: j.teams_to_reconcile(self.run))
         try:
             result = await reconcile(self.client, self.journal, teams, self.spec.match_term)

@@ -44,6 +44,7 @@ __all__ = [
     "record_steps",
     "register_rows",
     "steps_of",
+    "unknown_steps",
 ]
 
 _COLUMNS = "key, party, position, user_id, vals, state, collaborator_id, attempts, error"
@@ -205,6 +206,16 @@ def incomplete_rows(
         parameters = (after, run)
     cursor = journal.db.execute(query + " ORDER BY key LIMIT ?", (*parameters, limit))
     return [(str(key), int(contract), template) for key, contract, template in cursor]
+
+
+def unknown_steps(journal: Journal, run: int) -> bool:
+    """Tell whether a created row of run ``run`` has a step ``adding`` (outcome unknown)."""
+    found = journal.db.execute(
+        "SELECT 1 FROM rows WHERE state = 'created' AND run = ? AND EXISTS (SELECT 1 FROM "
+        "parties AS p WHERE p.key = rows.key AND p.state = 'adding') LIMIT 1",
+        (run,),
+    )
+    return found.fetchone() is not None
 
 
 def incomplete_count(journal: Journal, run: int | None = None) -> int:
