@@ -137,6 +137,23 @@ def _is_loopback(host: str) -> bool:
 _VERSION_SEGMENT: Final = re.compile(r"v[0-9]+")
 
 
+def _shown(url: str) -> str:
+    """A URL as a message may quote it: its user info, query and fragment hidden.
+
+    They are where a secret would be (``https://user:key@host``, ``?api_key=...``). All
+    up to the last ``@`` is hidden: a password may hold a ``/``, ``?`` or ``#``.
+    """
+    head, _, rest = url.partition("://")
+    if not rest:
+        head, rest = "", head
+    if "@" in rest:
+        rest = "***@" + rest.rpartition("@")[2]
+    for mark in "#?":
+        if mark in rest:
+            rest = rest.split(mark, 1)[0] + mark + "***"
+    return (head + "://" if head else "") + rest
+
+
 def check_base_url(url: str, *, what: str = "base_url") -> str:
     """Return the URL without a trailing slash, or refuse it.
 
@@ -148,16 +165,23 @@ def check_base_url(url: str, *, what: str = "base_url") -> str:
     """
     if not isinstance(url, str):
         raise ConfigurationError(f"{what} must be a str, got {type(url).__name__}")
-    parts = urllib.parse.urlsplit(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - read for its check: a number from 0 to 65535
+    except ValueError:  # an unclosed [IPv6 address, a port out of range
+        # Not urllib's words: they quote the "port", which may be part of a password.
+        raise ConfigurationError(
+            f"{what} is not a valid URL (its host or port cannot be read): {_shown(url)!r}"
+        ) from None
     if parts.scheme not in {"http", "https"} or not parts.hostname:
-        raise ConfigurationError(f"{what} must be an absolute http(s) URL, got {url!r}")
+        raise ConfigurationError(f"{what} must be an absolute http(s) URL, got {_shown(url)!r}")
     if parts.username or parts.password:
         raise ConfigurationError(f"{what} must not hold credentials; pass api_key= instead")
     if parts.query or parts.fragment:
-        raise ConfigurationError(f"{what} must not have a query or fragment, got {url!r}")
+        raise ConfigurationError(f"{what} must not have a query or fragment, got {_shown(url)!r}")
     if parts.scheme == "http" and not _is_loopback(parts.hostname):
         raise ConfigurationError(
-            f"{what} {url!r} uses plain http to a remote host; use https "
+            f"{what} {_shown(url)!r} uses plain http to a remote host; use https "
             "(plain http is allowed only for loopback hosts such as 127.0.0.1)"
         )
     last = parts.path.rstrip("/").rpartition("/")[2]

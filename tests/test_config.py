@@ -59,6 +59,34 @@ def test_refused_base_urls(url: str, message: str) -> None:
         ContractClient(api_key=API_KEY, base_url=url)
 
 
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://[::1", "'http://[::1'"),
+        ("https://example.com:99999", "'https://example.com:99999'"),
+        ("https://user:pa/ss-word-1@example.com", "'https://***@example.com'"),
+        ("https://user:pa?ss-word-1@example.com/x", "'https://***@example.com/x'"),
+        ("htp://user:ss-word-1@example.com", "'htp://***@example.com'"),
+        ("https://example.com/?api_key=ss-word-1", "'https://example.com/?***'"),
+        ("https://example.com/#ss-word-1", "'https://example.com/#***'"),
+        ("http://example.com/x?token=ss-word-1", "'http://example.com/x?***'"),
+    ],
+)
+def test_a_refused_url_is_quoted_without_what_may_be_a_secret(url: str, shown: str) -> None:
+    """A URL that cannot be read is a ConfigurationError; none quotes a password or query.
+
+    ``http://[::1`` raised urllib's ValueError, and a port out of range was accepted (each
+    request then failed). urllib's words quote the "port", which is part of the password
+    when that holds a ``/`` or ``?``; the messages quoted the URL whole, user info and
+    query included.
+    """
+    with pytest.raises(ConfigurationError) as caught:
+        ContractClient(api_key=API_KEY, base_url=url)
+    message = str(caught.value)
+    assert shown in message
+    assert not any(part in message for part in ("ss-word", "'pa'", "user"))
+
+
 def test_remote_http_auth_url_is_refused() -> None:
     """A token endpoint over plain http to a remote host is refused too."""
     credentials = ClientCredentials(client_id="c", client_secret="s", auth_url="http://evil.test")
