@@ -215,27 +215,53 @@ async def _answer_three(
 async def test_the_controller_is_told_how_much_of_the_last_second_was_paused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """``paused``: the share of the last busy second the bucket stood still after 429s."""
+    """``paused``: the share of the last busy second the bucket stood still after 429s.
+
+    Only the part of a pause already passed counts: what it held back is missing from
+    what was sent over the second. A pause counted whole when it began left the span
+    while its tail was still in it, and the rate read as short of its own schedule (W
+    16 % over a fixed window's quota).
+    """
     clock = FakeClock()
     limiter, seen = _spied_limiter(clock, monkeypatch)
     pauses = await _answer_three(limiter, clock, (200, 429, 200))
     before, refused, during = seen
     assert before.paused == 0.0 and refused.paused == 0.0  # no 429 before them
-    assert pauses[1] > 0
-    assert during.paused == pytest.approx(pauses[1])  # the 429's pause, within the second
-    # A second of busy time later, it has left the span.
-    for _ in range(50):
-        clock.now += 0.06
-        grant = limiter.try_acquire("GET")
-        if grant is not None:
-            await limiter.record(grant, 200, {})
-    assert seen[-1].paused == 0.0
+    assert pauses[1] > 0.002
+    assert during.paused == pytest.approx(0.001)  # a millisecond of it has passed
+    refused_at = clock.now - 0.002  # _answer_three: 1 ms after each answer
+
+    async def paused_at(moment: float) -> float:
+        """What the controller is told of the last second's pause, answered at ``moment``."""
+        held = None
+        while held is None or clock.now + 0.05 < moment:  # busy: a request every 50 ms
+            clock.now += 0.05
+            grant = limiter.try_acquire("GET")
+            if grant is not None:
+                if held is not None:
+                    await limiter.record(held, 200, {})
+                held = grant
+        clock.now = moment
+        await limiter.record(held, 200, {})
+        return seen[-1].paused
+
+    # Over, and whole within the last second.
+    assert await paused_at(refused_at + 0.5) == pytest.approx(pauses[1])
+    # Begun over a second ago, ended within it: its tail still counts.
+    tail = pauses[1] - 0.03
+    assert await paused_at(refused_at + 1.03) == pytest.approx(tail, abs=1e-6)
+    # A second after its end, it has left the span.
+    assert await paused_at(refused_at + pauses[1] + 1.01) == 0.0
     # Two 429s answered a millisecond apart pause the bucket over one span, not two:
     # from the first one's answer to the later end (their sum read 0.143 s where the
     # bucket stood still for 0.072 s).
     clock = FakeClock()
     limiter, seen = _spied_limiter(clock, monkeypatch)
     pauses = await _answer_three(limiter, clock, (429, 429, 200))
+    clock.now += 0.5
+    grant = limiter.try_acquire("GET")
+    assert grant is not None
+    await limiter.record(grant, 200, {})
     assert seen[-1].paused == pytest.approx(max(pauses[0], 0.001 + pauses[1]))
 
 

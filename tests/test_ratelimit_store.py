@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from contractsdk._ratelimit import Control, LocalStore, Schedule, Slot
 from contractsdk._ratelimit._control import PACING
-from contractsdk._ratelimit._store import Meter, RingMeter
+from contractsdk._ratelimit._store import Meter, PauseSpans, RingMeter
 
 
 def store_at(now: list[float]) -> LocalStore:
@@ -162,3 +162,30 @@ def test_the_ring_meter_forgets_what_is_older_than_its_span() -> None:
     assert meter.rate(1.55) == pytest.approx(1 / 1.0)
     meter.add(100.0)
     assert meter.rate(100.0) == pytest.approx(1 / 1.0)
+
+
+def test_pause_spans_count_what_has_passed_within_the_span() -> None:
+    """A pause counts for its part already passed and inside the span; overlaps once."""
+    spans = PauseSpans()
+    spans.add(10.0, 10.2)
+    assert spans.share(10.05) == pytest.approx(0.05)  # 50 ms of it have passed
+    assert spans.share(10.5) == pytest.approx(0.2)
+    assert spans.share(11.1) == pytest.approx(0.1)  # begun before the span: its tail
+    spans.add(11.15, 11.3)
+    spans.add(11.2, 11.4)  # overlaps the last: one span, 11.15 to 11.4
+    assert spans.share(11.5) == pytest.approx(0.25)  # the pause at 10 s has left the span
+    assert len(spans.spans) == 1  # the first was dropped once over before the span
+    assert spans.share(12.5) == 0.0 and not spans.spans
+    spans.add(5.0, 5.0)  # empty: nothing
+    assert spans.share(5.5) == 0.0
+
+
+@given(st.lists(st.tuples(st.floats(0, 20), st.floats(0, 2)), max_size=12), st.floats(0, 25))
+def test_pause_spans_share_is_a_share(pauses: list[tuple[float, float]], busy: float) -> None:
+    """Whatever the pauses, the share is within [0, 1] and never over the time paused."""
+    spans = PauseSpans()
+    for start, length in sorted(pauses):
+        spans.add(start, start + length)
+    share = spans.share(busy)
+    assert 0.0 <= share <= 1.0
+    assert share <= sum(length for _, length in pauses) + 1e-9

@@ -419,14 +419,14 @@ class RateLimiter:
             backlogged=queue.backlogged,
             streak=queue.streak if throttled else 0,
             refused_for=now - queue.refused_since if throttled and queue.streak else 0.0,
-            paused=queue.paused_meter.rate(busy),
+            paused=queue.pauses.share(busy),
         )
         queue.make_up_lost(busy, control)
         decision = self._decide(queue, control, observation, busy)
         if throttled:  # the busy time the bucket stands still for, counted once
             calm = busy + decision.pause
             if calm > queue.calm_from:
-                queue.paused_meter.add(busy, calm - max(busy, queue.calm_from))
+                queue.pauses.add(max(busy, queue.calm_from), calm)
                 queue.calm_from = calm
         new = decision.control
         tokens = decision.tokens

@@ -39,7 +39,7 @@ from contractsdk._exceptions import RateLimiterTimeoutError
 from . import _control
 from ._control import Control
 from ._limits import BucketName
-from ._store import LATENESS, Meter, RingMeter, Schedule, Slot, _Bucket
+from ._store import LATENESS, Meter, PauseSpans, RingMeter, Schedule, Slot, _Bucket
 
 if TYPE_CHECKING:
     from ._limiter import RateLimiter
@@ -156,8 +156,8 @@ class _Queue:
         # What a learnt rate is multiplied by in the schedule, for the share of it the
         # pacer loses to a late event loop.
         self.boost = 1.0
-        # Busy seconds paused after 429s, per busy second: the schedule stood still.
-        self.paused_meter = RingMeter(0.1, 11)
+        # Busy time paused after 429s: the schedule stood still.
+        self.pauses = PauseSpans()
         self.busy = 0.0
         self.busy_at = 0.0  # the local clock when `busy` was read from the store
         self.sent = 0.0

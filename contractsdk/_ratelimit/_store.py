@@ -30,6 +30,7 @@ Invariants of one bucket's schedule (they hold whenever no code of this module r
 
 from __future__ import annotations
 
+import collections
 import math
 from collections.abc import Callable
 from typing import Final, Protocol
@@ -39,7 +40,16 @@ import attrs
 from ._control import Control
 from ._limits import BucketName
 
-__all__ = ["IDLE_GAP", "LATENESS", "LocalStore", "Meter", "Schedule", "Slot", "Store"]
+__all__ = [
+    "IDLE_GAP",
+    "LATENESS",
+    "LocalStore",
+    "Meter",
+    "PauseSpans",
+    "Schedule",
+    "Slot",
+    "Store",
+]
 
 #: The longest gap between two events of a bucket that still counts as busy time.
 IDLE_GAP: Final = 0.25
@@ -311,6 +321,40 @@ class RingMeter:
                 self.counts[passed % kept] = 0.0
         self.bin = index
         self.start, self.until = index * self.width, (index + 1) * self.width
+
+
+class PauseSpans:
+    """The busy time a bucket stood paused after 429s, as spans of busy time.
+
+    What counts of a pause over a span is the part of it that has passed and lies in
+    the span: that is what held back the requests the span's sent rate misses. (Counted
+    whole when it began, a pause left the span while its tail was still in it.)
+    """
+
+    __slots__ = ("spans",)
+
+    def __init__(self) -> None:
+        self.spans: collections.deque[tuple[float, float]] = collections.deque(maxlen=16)
+
+    def add(self, start: float, end: float) -> None:
+        """Record a pause over busy times ``[start, end)`` (end may be ahead of now)."""
+        if end <= start:
+            return
+        if self.spans and start <= self.spans[-1][1]:
+            first, last = self.spans.pop()
+            start, end = min(first, start), max(last, end)
+        self.spans.append((start, end))
+
+    def share(self, busy: float, span: float = 1.0) -> float:
+        """The share of the ``span`` busy seconds up to ``busy`` that was paused."""
+        since = busy - span
+        spans = self.spans
+        while spans and spans[0][1] <= since:  # over before the span began
+            spans.popleft()
+        if not spans:
+            return 0.0
+        paused = sum(max(0.0, min(end, busy) - max(start, since)) for start, end in spans)
+        return min(1.0, paused / span)
 
 
 class _Bucket:
