@@ -16,6 +16,7 @@ from contractsdk._ratelimit._control import (
     FIRST_BETA,
     K_MAX,
     MAX_CUT,
+    PACING,
     PROBE_FLOOR,
     SEND_RATE_CLAMP,
     SLOW_START_DOUBLING,
@@ -243,3 +244,32 @@ def test_a_fleet_s_window_quota_counts_for_every_process() -> None:
     )
     aimed = decide(exited, refused).control
     assert (aimed.w_max, aimed.rate, aimed.epoch) == (60.0, 60.0, 1)
+
+
+def test_a_fleet_s_last_second_counts_every_process_s_answers() -> None:
+    """In a young epoch, what the last second admitted counts for the fleet (``scale``).
+
+    Four processes: this one saw 30 admitted over the last second, so the fleet's
+    server admitted 120, and the decrease finds W = 120. Counted for one process (30),
+    the overload looked like a window's memory, and the curve aimed back at 180/s.
+    """
+    control = attrs.evolve(cubic(w_max=200.0), epoch=2)
+    overload = Observation(
+        status=429, scale=4.0, epoch_age=0.6, answered=11, admitted=10, admitted_second=30.0
+    )
+    decided = decide(control, overload, now=0.6).control
+    assert decided.w_max == pytest.approx(120.0)
+    assert decided.rate == pytest.approx(120.0 * BETA)
+
+
+def test_a_bare_429_s_pause_is_one_interval_of_the_limit_the_server_named() -> None:
+    """An echo 429 over a limit the server names: the pause is an interval of that limit.
+
+    The rate is first brought down to the named limit, and the pause follows it: one
+    interval at 90/s (11 ms) would send the next request into the same refusal.
+    """
+    echo = Observation(status=429, fresh=False, hint=30.0)
+    decision = decide(cubic(w_max=100.0), echo, now=0.0)
+    named = 30.0 * PACING
+    assert decision.control.rate == pytest.approx(named)
+    assert decision.pause == pytest.approx(1 / named)
