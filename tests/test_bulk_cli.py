@@ -276,6 +276,52 @@ def test_every_command_takes_redis() -> None:
             assert invocation.args.redis == url
 
 
+async def test_the_summary_lists_incomplete_rows_and_says_what_to_run_next(
+    server: SandboxServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rows created without their parties are listed, and stderr names the next commands.
+
+    The summary said only "incomplete (parties missing) 2", listed no row, and left the
+    user to find ``bulk status`` and ``bulk retry`` in the docs.
+    """
+    landlord = server.users[0].id
+    source = tmp_path / "lets.csv"
+    lines = ["reference,contract_name,landlord_id,landlord_address"]
+    lines += [f"r{n},Let {n},{landlord},{n} Analytical Row" for n in range(2)]
+    source.write_text("\n".join(lines) + "\n")
+    journal = tmp_path / "my lets.db"  # a space: the command shown quotes it
+    flags = [
+        "--key-column", "reference", "--rounds", "0",
+        "--party", "landlord:first:party",
+        "--party-user-column", "landlord=landlord_id",
+        "--party-column", "landlord:landlord_address=Address",
+    ]  # fmt: skip
+    server.set_faults([FaultRule("POST /v1/contracts/*/collaborators", status_503=1.0)])
+    assert await cli(server, *create_args(server, source, journal, *flags)) == 1
+    captured = capsys.readouterr()
+    assert row_of(captured.out, "incomplete (parties missing)") == ["2"]
+    listed = [line for line in captured.out.splitlines() if "parties not added" in line]
+    assert len(listed) == 2 and all(line.split()[2] == "incomplete" for line in listed)
+    assert f"contractsdk bulk retry '{journal}'" in captured.err
+    assert f"contractsdk bulk status '{journal}'" in captured.err
+    server.set_faults([])
+    assert await cli(server, "bulk", "retry", str(journal), "-q") == 0
+    assert "next:" not in capsys.readouterr().err  # nothing left to do
+
+
+async def test_a_run_without_a_journal_says_its_failures_cannot_be_retried(
+    server: SandboxServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--no-journal and rows failed: stderr says they cannot be retried, and how to keep them."""
+    source = tmp_path / "rows.csv"
+    source.write_text(HEADER + "R1,Flat 1,week,\n")
+    server.set_faults([FaultRule("POST /v1/teams/*/contracts", status_503=1.0)])
+    args = bulk_create(server, source, "--no-journal", "--key-column", "reference", "--rounds", "0")
+    assert await cli(server, *args) == 1
+    err = capsys.readouterr().err
+    assert "cannot be resumed or retried" in err and "--journal FILE" in err
+
+
 async def test_bulk_create_with_parties_from_the_command_line(
     server: SandboxServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -150,3 +150,4 @@ async def test_a_real_stop_ends_on_a_line_that_agrees_with_the_summary(tmp_path:
     assert int(summary.group(1)) == not_sent
     created = re.search(r"^created\s+(\d+)$", output, re.MULTILINE)
     assert created is not None and f"created {int(created.group(1))}" in last
+    assert "next: run the same command again to send the rows not sent" in output

@@ -21,6 +21,7 @@ import contextlib
 import importlib.resources
 import json
 import os
+import shlex
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
@@ -198,7 +199,8 @@ async def _drive(job: BulkJob, args: argparse.Namespace, *, retry: bool) -> int:
                             f"error: {report.problem()}; stopping (run the command again, "
                             "with another --report, to continue)"
                         )
-                    if outcome.state in ("invalid", "failed", "sending") and len(listed) < LISTED:
+                    listable = outcome.state in ("invalid", "failed", "sending")
+                    if (listable or outcome.incomplete) and len(listed) < LISTED:
                         listed.append(outcome)
         except asyncio.CancelledError:
             if not interrupts["signal"]:
@@ -214,11 +216,44 @@ async def _drive(job: BulkJob, args: argparse.Namespace, *, retry: bool) -> int:
     if not retry and not interrupts["signal"]:
         _say_if_no_rows(args, summary.rows)
     show_summary(args, summary, listed)
+    report_failed = report is not None and report.error is not None
+    if not getattr(args, "json", False) and not report_failed:  # that error says what next
+        _say_what_is_next(summary, job.journal)
     if interrupts["signal"]:
         return 128 + interrupts["signal"]  # 130 for Ctrl-C, 143 for SIGTERM
-    if report is not None and report.error is not None:
+    if report_failed:
         return 2  # as for a report that cannot be opened
     return _exit_code(summary)
+
+
+def _say_what_is_next(summary: BulkSummary, journal: Path | None) -> None:
+    """Say on stderr how to finish rows left undone: not sent, failed, unknown, incomplete."""
+    if summary.dry_run:
+        return
+    left = summary.failed + summary.unknown + summary.incomplete
+    if not left and not summary.pending:
+        return
+    if journal is None:
+        click.echo(
+            "next: without a journal (--no-journal) these rows cannot be resumed or retried; "
+            "run again with --journal FILE to keep track of them",
+            err=True,
+        )
+        return
+    where = shlex.quote(str(journal))
+    if summary.pending:
+        click.echo(
+            "next: run the same command again to send the rows not sent (the journal "
+            "skips those done)",
+            err=True,
+        )
+    if left:
+        click.echo(
+            f"next: `contractsdk bulk status {where}` shows why rows are not done; "
+            f"`contractsdk bulk retry {where}` tries the failed and unknown ones again and "
+            "adds missing parties",
+            err=True,
+        )
 
 
 def _exit_code(summary: BulkSummary) -> int:

@@ -20,9 +20,16 @@ LISTED = 20
 
 
 def _problem(outcome: RowOutcome) -> str:
+    if outcome.incomplete:
+        missing = ", ".join(outcome.parties_missing)
+        return f"created, but parties not added: {missing} (bulk status says why)"
     if outcome.reasons:
         return "; ".join(outcome.reasons)
     return outcome.error or ""
+
+
+def _state(outcome: RowOutcome) -> str:
+    return "incomplete" if outcome.incomplete else outcome.state
 
 
 def _where(outcome: RowOutcome) -> str:
@@ -30,14 +37,14 @@ def _where(outcome: RowOutcome) -> str:
 
 
 def show_summary(args: argparse.Namespace, summary: BulkSummary, listed: list[RowOutcome]) -> None:
-    """Print a run's summary, after the rows it lists (failed, invalid, unknown)."""
+    """Print a run's summary, after the rows it lists (failed, invalid, unknown, incomplete)."""
     if getattr(args, "json", False):
         dump_json({"summary": summary.to_json(), "problems": [o.to_json() for o in listed]})
         return
     if listed:
         print_table(
             ["where", "state", "name", "problem"],
-            [(_where(o), o.state, o.name, _problem(o)) for o in listed],
+            [(_where(o), _state(o), o.name, _problem(o)) for o in listed],
         )
         console().print()
     rows: list[tuple[str, object]] = [
