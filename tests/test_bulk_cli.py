@@ -55,8 +55,11 @@ async def test_the_example_creates_and_resumes(
     args = create_args(server, EXAMPLE, journal, "--key-column", "reference")
     code = await cli(server, *args, "--report", str(report))
     assert code == 3  # some rows are invalid, none failed
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert "'fortnight' is not an option" in out
+    assert "next: fix the invalid rows in the file and run the same command again" in (captured.err)
+    assert "bulk retry" not in captured.err  # nothing failed
     lines = [json.loads(line) for line in report.read_text().splitlines()]
     assert len(lines) == 30
     assert sum(line["state"] == "created" for line in lines) == 27

@@ -227,10 +227,16 @@ async def _drive(job: BulkJob, args: argparse.Namespace, *, retry: bool) -> int:
 
 
 def _say_what_is_next(summary: BulkSummary, journal: Path | None) -> None:
-    """Say on stderr how to finish rows left undone: not sent, failed, unknown, incomplete."""
+    """Say on stderr how to finish the rows a run left undone (``next: ...`` lines)."""
     if summary.dry_run:
         return
     left = summary.failed + summary.unknown + summary.incomplete
+    if journal is not None and summary.invalid:
+        click.echo(
+            "next: fix the invalid rows in the file and run the same command again (the "
+            "journal skips the rows done)",
+            err=True,
+        )
     if not left and not summary.pending:
         return
     if journal is None:
@@ -241,7 +247,7 @@ def _say_what_is_next(summary: BulkSummary, journal: Path | None) -> None:
         )
         return
     where = shlex.quote(str(journal))
-    if summary.pending:
+    if summary.pending and not summary.invalid:  # the line above says it
         click.echo(
             "next: run the same command again to send the rows not sent (the journal "
             "skips those done)",
