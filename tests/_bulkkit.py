@@ -392,3 +392,38 @@ class SentThenCut:
         """Wait for the detached requests, then close the connections."""
         await asyncio.gather(*self.detached, return_exceptions=True)
         await self.inner.aclose()
+
+
+class ProcessedLate:
+    """Answers the first ``count`` POSTs (ending with ``path_end``) 504 at once.
+
+    Each goes on to the service ``lag`` seconds later (without its Idempotency-Key), as
+    behind a gateway that gave up waiting for a busy service: the 5xx said nothing was
+    made, and the contract is made after it. Later requests pass through.
+    """
+
+    def __init__(self, count: int, lag: float, path_end: str = "") -> None:
+        self.inner = WithoutIdempotencyKeys()
+        self.count = count
+        self.lag = lag
+        self.path_end = path_end
+        self.detached: list[asyncio.Task[Response]] = []
+
+    async def handle_async_request(self, request: Request) -> Response:
+        if (
+            request.method != "POST"
+            or not request.path.endswith(self.path_end)
+            or len(self.detached) >= self.count
+        ):
+            return await self.inner.handle_async_request(request)
+
+        async def later() -> Response:
+            await asyncio.sleep(self.lag)
+            return await self.inner.handle_async_request(request)
+
+        self.detached.append(asyncio.create_task(later()))
+        return json_response(504, {"status": 504, "message": "gateway timeout"})
+
+    async def aclose(self) -> None:
+        await asyncio.gather(*self.detached, return_exceptions=True)
+        await self.inner.aclose()

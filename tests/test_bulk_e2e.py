@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from contractsdk.sandbox import FaultRule, SandboxServer
 from tests._bulkkit import (
     CONCURRENCY,
     LIMIT,
+    ProcessedLate,
     SentThenCut,
     WithoutIdempotencyKeys,
     check_accounted,
@@ -198,14 +200,17 @@ async def test_a_journal_started_afresh_is_not_answered_with_stale_replays(
         assert len(await listed_names(server, team_id)) == 3
 
 
+@pytest.mark.parametrize("clock", ["steady", "set forward"])
 async def test_a_run_started_at_once_waits_for_what_the_last_left_in_flight(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: str
 ) -> None:
     """A run cut short with creates still being made, the next started at once: no twin.
 
-    The next run lists the team only ``round_delay`` after the last one's newest send.
-    Listed at once, the contracts still being made (half a second here) were missed and
-    the rows sent again: twins, on a service that ignores the key.
+    The next run lists the team only ``round_delay`` after the last one left sends
+    unknown. Listed at once, the contracts still being made (half a second here) were
+    missed and the rows sent again: twins, on a service that ignores the key. And so they
+    were when the wall clock was set an hour forward between the runs (the journal's
+    stamps then read an hour old): the wait was shortened by the time since the stamps.
     """
     faults = [FaultRule(CREATE, latency=0.5)]
     async with SandboxServer(port=0, write_rate=None, read_rate=None, faults=faults) as server:
@@ -213,9 +218,13 @@ async def test_a_run_started_at_once_waits_for_what_the_last_left_in_flight(
         rows = source_rows(3)
         journal = tmp_path / "job.db"
         cut = SentThenCut(len(rows))
+        if clock == "set forward":
+            an_hour_ago = (datetime.now(timezone.utc) - timedelta(hours=1)).isoformat()
+            monkeypatch.setattr("contractsdk.bulk._journal._now", lambda: an_hour_ago)
         async with emulator_client(server, transport=cut, retries=None) as client:
             cut.job = keyed_job(client, server, rows, journal, concurrency=len(rows))
             first = await run_job(cut.job)
+        monkeypatch.undo()
         assert [o.state for o in first] == ["sending"] * 3
         try:
             async with emulator_client(server, transport=WithoutIdempotencyKeys()) as client:
@@ -224,6 +233,34 @@ async def test_a_run_started_at_once_waits_for_what_the_last_left_in_flight(
         finally:
             await cut.finish()
         assert [(o.state, o.reconciled) for o in second] == [("created", True)] * 3
+        names = await listed_names(server, team_id)
+        assert sorted(names) == sorted(row["contract_name"] for row in rows)  # no twin
+
+
+@pytest.mark.parametrize("rounds", [0, 1])
+async def test_a_create_answered_5xx_then_made_is_found_not_sent_again(
+    tmp_path: Path, rounds: int
+) -> None:
+    """A 504 to a create whose contract the service makes after it: found, never a twin.
+
+    A 5xx to a POST may have been processed. Taken for "not processed", the row was
+    reported failed, and a ``bulk retry`` started at once listed the team before the
+    contract was made, missed it and sent the row again.
+    """
+    async with SandboxServer(port=0, write_rate=None, read_rate=None) as server:
+        team_id = team_and_template(server)[0]
+        rows = source_rows(2)
+        journal = tmp_path / "job.db"
+        late = ProcessedLate(count=1, lag=0.3, path_end="/contracts")
+        async with emulator_client(server, transport=late, retries=None) as client:
+            first = await run_job(
+                keyed_job(client, server, rows, journal, rounds=rounds, round_delay=0.6)
+            )
+            again = await BulkJob.from_journal(client, journal, round_delay=0.6)
+            retried = await asyncio.wait_for(_collect(again.retry()), LIMIT)
+        assert [o.state for o in first] == ["created", "created"]
+        assert sum(o.reconciled for o in first) == 1  # the 504's, found by listing
+        assert retried == []
         names = await listed_names(server, team_id)
         assert sorted(names) == sorted(row["contract_name"] for row in rows)  # no twin
 

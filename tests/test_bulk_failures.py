@@ -24,8 +24,14 @@ from contractsdk._exceptions import (
 from contractsdk.bulk._failures import KEY_SENT_BEFORE, classify, row_message
 
 
-def api(kind: type[ContractSDKError], status: int) -> ContractSDKError:
-    return kind(f"{status}", status_code=status)  # type: ignore[call-arg]  # APIError's keyword
+def api(kind: type[ContractSDKError], status: int, method: str = "") -> ContractSDKError:
+    return kind(f"{status}", status_code=status, method=method)  # type: ignore[call-arg]
+
+
+def replayed(error: ContractSDKError) -> ContractSDKError:
+    """The error of a call whose earlier attempt may have been processed (set by a retry)."""
+    error.outcome_unknown = True
+    return error
 
 
 CASES = [
@@ -36,6 +42,11 @@ CASES = [
     (api(RateLimitError, 429), "retry", "retry"),
     (api(ServerError, 500), "retry", "retry"),
     (api(ServerError, 503), "retry", "retry"),
+    # A 5xx to the create itself may have been processed: as unknown as a lost answer.
+    (api(ServerError, 500, "POST"), "unknown", "unknown"),
+    (api(ServerError, 504, "POST"), "unknown", "unknown"),
+    (api(ServerError, 501, "POST"), "retry", "retry"),
+    (replayed(api(RateLimitError, 429, "POST")), "unknown", "unknown"),
     (RateLimiterTimeoutError("waited too long"), "retry", "retry"),
     (ResponseValidationError("unreadable 201"), "unknown", "unknown"),
     (api(ConflictError, 409), "unknown", "unknown"),

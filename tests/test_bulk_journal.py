@@ -15,6 +15,7 @@ import pytest
 from contractsdk.bulk import JournalError
 from contractsdk.bulk._journal import Journal
 from contractsdk.bulk._records import PreparedRow
+from contractsdk.bulk._status import _locked
 from contractsdk.bulk._writer import AsyncJournal
 from tests._bulkprocess import Child, crash_mid_transaction
 
@@ -351,6 +352,47 @@ async def test_one_job_at_a_time_per_journal(tmp_path: Path) -> None:
         await first.aclose()
     second = await AsyncJournal.open(path)  # free again once closed
     await second.aclose()
+
+
+async def test_one_job_at_a_time_through_a_link_to_the_journal(tmp_path: Path) -> None:
+    """A journal opened through a symbolic link is locked as the file it names.
+
+    The lock was taken beside the path as given: a job through the link and a job
+    through the file ran at once, and each sent the rows the other had in flight.
+    """
+    path = tmp_path / "job.db"
+    (tmp_path / "other").mkdir()
+    link = tmp_path / "other" / "alias.db"
+    link.symlink_to(path)
+    first = await AsyncJournal.open(path)
+    try:
+        with pytest.raises(JournalError, match="another process is running a job"):
+            await AsyncJournal.open(link)
+        assert _locked(link) is True  # `bulk status` through the link sees the job
+    finally:
+        await first.aclose()
+    through_link = await AsyncJournal.open(link)
+    try:
+        with pytest.raises(JournalError, match="another process is running a job"):
+            await AsyncJournal.open(path)
+    finally:
+        await through_link.aclose()
+    assert sorted(os.listdir(tmp_path)) == ["job.db", "other"]  # no lock left behind
+
+
+def test_a_row_created_twice_is_said_not_dropped(journal: Journal) -> None:
+    """Marking a created row created again, as another contract, raises with both ids.
+
+    Two jobs on one journal file under two names (a hard link) each created the row; the
+    second's contract was recorded nowhere, and its run reported the first's.
+    """
+    run = journal.begin_run("create", None)
+    journal.register(run, [prepared("ref:A", "Flat A")])
+    journal.mark_sending("ref:A")
+    journal.mark_created("ref:A", 11, run)
+    assert journal.mark_created("ref:A", 11, run).contract_id == 11  # the same: no news
+    with pytest.raises(JournalError, match="created twice, as contracts 11 and 12"):
+        journal.mark_created("ref:A", 12, run)
 
 
 async def test_temporary_and_copied_journals(tmp_path: Path) -> None:

@@ -163,6 +163,13 @@ async def test_check_parties_reports_every_problem() -> None:
     good, none = check_parties(party_rows(1, 1, 2)[0], parties(), sets)
     assert none == [] and set(good) == {"landlord", "tenant"}
     assert good["tenant"].user_id == 2
+    # One user as both parties: the tenant's add was refused (a user is one collaborator
+    # of a contract), then taken for the landlord's collaborator, and the row said complete.
+    _same, twice = check_parties(party_rows(1, 1, 1)[0], parties(), sets)
+    assert twice == [
+        "party tenant: user 1 is party landlord of this row already; a user can be one "
+        "party of a contract"
+    ]
 
 
 # -- against the emulator ----------------------------------------------------------------
@@ -205,7 +212,7 @@ async def test_incomplete_parties_shown_then_retried(tmp_path: Path) -> None:
             assert all(o.parties_missing == ("landlord", "tenant") for o in outcomes)
             status = await read_status(journal)
             assert status.incomplete_count == 6
-            assert "landlord failed" in status.incomplete[0][3]
+            assert "landlord adding" in status.incomplete[0][3]  # a 503: may have been made
 
             server.set_faults([])
             again = await BulkJob.from_journal(client, journal, round_delay=0.0)
@@ -251,6 +258,38 @@ async def test_a_team_member_s_own_collaborator_is_not_taken_for_the_party(
         assert "already a collaborator" in status.incomplete[0][3], status.incomplete
         assert again.summary is not None and again.summary.incomplete == 1
         assert [set(c.roles) for c in listed if c.user_id == landlord] == [{"collaborator"}]
+
+
+@pytest.mark.e2e
+async def test_a_user_on_the_contract_s_other_side_is_not_taken_for_the_party(
+    tmp_path: Path,
+) -> None:
+    """A retried party whose user is on the contract, but on the other side, is not added.
+
+    The retry of a party whose add failed found the user's collaborator by user id and
+    roles, whatever its side: the tenant (second side) was marked added as the first
+    side's party, and the row said complete.
+    """
+    journal = tmp_path / "job.db"
+    faults = [FaultRule(ADD, status_503=1.0)]
+    async with SandboxServer(port=0, write_rate=None, read_rate=None, faults=faults) as server:
+        landlord, tenant = server.users[0].id, server.users[1].id
+        async with emulator_client(server, retries=None) as client:
+            first = job(client, party_rows(1, landlord, tenant), journal, server)
+            outcomes = await asyncio.wait_for(_collect(first), LIMIT)
+            contract = outcomes[0].contract_id
+            assert contract is not None
+            server.set_faults([])
+            # By hand: the tenant's user made a party on the first side.
+            await client.collaborators.create(
+                contract, user_id=tenant, inviter_id=landlord, roles="party", side="first"
+            )
+            again = await BulkJob.from_journal(client, journal, round_delay=0.0)
+            retried = await asyncio.wait_for(_collect(again, retry=True), LIMIT)
+        assert retried[0].parties_missing == ("tenant",)  # the landlord is added
+        assert again.summary is not None and again.summary.incomplete == 1
+        status = await read_status(journal)
+        assert "already a collaborator" in status.incomplete[0][3], status.incomplete
 
 
 @pytest.mark.e2e

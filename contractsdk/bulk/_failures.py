@@ -12,10 +12,14 @@ trust the key (the service documents none), so it reads the same matrix twice::
 
 The row's own table comes first: it says what the retry matrix cannot know (what an
 answer means for a *row*), and where the job's journal makes a case safer than the client
-could (a 5xx is sent again only after the team was listed, journal invariant 3)::
+could (a 5xx is sent again only after the team was listed, journal invariant 3, and
+one the service may have processed is unknown, as a lost answer is: listed only
+``round_delay`` after it came, in this run or the next)::
 
     error                                             meaning for the row
-    ServerError (5xx)                                 retry: listed before it is resent
+    any error whose ``outcome_unknown`` is set        unknown: it may have been processed
+      (a 500, 502, 503 or 504 to the create)
+    ServerError (another 5xx)                         retry: listed before it is resent
     ResponseValidationError (a 2xx it cannot read)    unknown: it was processed
     ConflictError (409: the key is still in use)      unknown: a request is in progress
     RateLimiterTimeoutError (waited too long)         retry: nothing was sent
@@ -87,6 +91,11 @@ def classify(error: ContractSDKError, *, fixed_target: bool) -> Failure:
         reconcile before sending again), ``final`` (this row is refused) or ``fatal``
         (stop the job).
     """
+    if error.outcome_unknown:
+        # A 500, 502, 503 or 504 to the create (or a call whose earlier attempt may have
+        # been processed): the service may be making the contract still. Treated as
+        # "retry", it was listed as soon as the next run started, missed, and sent again.
+        return "unknown"
     for kind, meaning in _ROW_TABLE:
         if isinstance(error, kind):
             return meaning

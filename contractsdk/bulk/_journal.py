@@ -429,14 +429,28 @@ class Journal:
         return int(found[0])
 
     def mark_created(self, key: str, contract_id: int | None, run: int) -> JournalRecord:
-        """Record a created contract (final)."""
-        self.db.execute(
+        """Record a created contract (final).
+
+        Raises:
+            JournalError: The row was created already, as another contract: two processes
+                ran the job at once (through two names of one journal file), and the
+                service now has both contracts. Said, not dropped: the second one's id was
+                otherwise recorded nowhere.
+        """
+        cursor = self.db.execute(
             "UPDATE rows SET state = 'created', contract_id = ?, error = NULL, retryable = 0, "
             "vals = NULL, reported = ?, updated = ? WHERE key = ? AND state != 'created'",
             (contract_id, run, _now(), key),
         )
         record = self.get(key)
         assert record is not None
+        if cursor.rowcount == 0 and record.contract_id != contract_id:
+            raise JournalError(
+                f"row {record.row} (key {key}) was created twice, as contracts "
+                f"{record.contract_id} and {contract_id}: another process ran this job with "
+                "the same journal file under another name (a hard link?); delete one contract "
+                "by hand, and run one job per journal"
+            )
         return record
 
     def mark_failed(
@@ -510,16 +524,13 @@ class Journal:
             parameters = (run,)
         return [found[0] for found in self.db.execute(query, parameters)]
 
-    def newest_sending(self) -> str | None:
-        """When the newest ``sending`` row or ``adding`` party step was marked.
-
-        That is when it was sent, or its outcome found unknown (ISO 8601, UTC).
-        """
+    def has_unknown(self) -> bool:
+        """Tell whether a row is ``sending`` or a party step ``adding``: sent, outcome unknown."""
         found = self.db.execute(
-            "SELECT max(updated) FROM (SELECT updated FROM rows WHERE state = 'sending' "
-            "UNION ALL SELECT updated FROM parties WHERE state = 'adding')"
+            "SELECT EXISTS (SELECT 1 FROM rows WHERE state = 'sending') "
+            "OR EXISTS (SELECT 1 FROM parties WHERE state = 'adding')"
         ).fetchone()
-        return None if found is None else found[0]
+        return bool(found[0])
 
     def has_sending(self, run: int | None = None) -> bool:
         """Tell whether any row (of a run) is ``sending``."""

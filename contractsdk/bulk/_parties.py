@@ -149,6 +149,16 @@ def check_parties(
             continue
         if user_id is not None:
             checked[party.name] = RowParty(user_id=user_id, values=by_id)
+    named: dict[int, str] = {}
+    for name, row_party in checked.items():
+        first = named.setdefault(row_party.user_id, name)
+        if first != name:
+            # A user is one collaborator of a contract: the second add is refused, or (on a
+            # retry that lists the contract's collaborators) taken for the first party.
+            problems.append(
+                f"party {name}: user {row_party.user_id} is party {first} of this row "
+                "already; a user can be one party of a contract"
+            )
     return checked, problems
 
 

@@ -76,11 +76,13 @@ class PartySteps:
         """
         journal = self.run.journal
         steps = await journal.call(lambda j: steps_of(j, key))
+        # Collaborators that are this row's other parties: never taken for another step.
+        claimed = {step.collaborator_id for step in steps if step.collaborator_id is not None}
         for step in steps:
             again = failed or (key, step.party) in self.retryable
             if step.state == "failed" and not again:
                 break
-            if self.run.stopping or not await self._add(step, contract_id, template_id):
+            if self.run.stopping or not await self._add(step, contract_id, template_id, claimed):
                 break
         missing = await journal.call(lambda j: missing_parties(j, [key]))
         return missing.get(key, ())
@@ -132,8 +134,14 @@ class PartySteps:
             await asyncio.gather(*(one(*row) for row in page))
             after = page[-1][0]
 
-    async def _add(self, step: PartyStep, contract_id: int, template_id: int | None) -> bool:
-        """Add one party (or find it added); True when it is added."""
+    async def _add(
+        self, step: PartyStep, contract_id: int, template_id: int | None, claimed: set[int]
+    ) -> bool:
+        """Add one party (or find it added); True when it is added.
+
+        ``claimed``: the collaborator ids of the row's parties added so far (this one's is
+        put in when it is added).
+        """
         run = self.run
         journal = run.journal
         client = run.client
@@ -149,9 +157,15 @@ class PartySteps:
                 message = f"the contract's parties could not be listed: {exc}"
                 await journal.call(lambda j: mark_step_failed(j, key, name, message, known=False))
                 return False
-            found = [c for c in collaborators if c.user_id == step.user_id and _as_party(c, party)]
+            found = [
+                c
+                for c in collaborators
+                if c.user_id == step.user_id and c.id not in claimed and _as_party(c, party)
+            ]
             if found:
                 await journal.call(lambda j: mark_added(j, key, name, found[0].id))
+                if found[0].id is not None:
+                    claimed.add(found[0].id)
                 return True
         await journal.call(lambda j: mark_adding(j, key, name))
         try:
@@ -179,6 +193,8 @@ class PartySteps:
                 run.fail(exc)
             return False
         await journal.call(lambda j: mark_added(j, key, name, collaborator.id))
+        if collaborator.id is not None:
+            claimed.add(collaborator.id)
         return True
 
 
@@ -200,8 +216,11 @@ def _as_party(collaborator: Collaborator, party: BulkParty) -> bool:
     (service-api.md: CONCEPTS, COLLABS). One holding no role but ``collaborator`` is that
     member, not the party: taken for it, the party's roles and values were never set and
     the row said complete. (How the service shows a role such as
-    ``party_with_signatory`` is not documented: any other role counts.)
+    ``party_with_signatory`` is not documented: any other role counts.) One on the
+    other side is another party of the contract, whatever its roles.
     """
+    if collaborator.side is not None and collaborator.side.lower() != party.side.value:
+        return False  # the user on the contract's other side: another party
     if all(role is Role.COLLABORATOR for role in party.roles):
         return True
     return any(role.lower() != Role.COLLABORATOR.value for role in collaborator.roles)

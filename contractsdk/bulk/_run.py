@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from datetime import datetime, timezone
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -231,18 +230,18 @@ class Run:
             )
 
     async def _settle_earlier_run(self) -> None:
-        """Wait until ``round_delay`` after the newest send an earlier run left unknown.
+        """Wait ``round_delay`` if an earlier run left a send whose outcome is unknown.
 
         A run killed, or stopped by a second Ctrl-C, leaves its last requests in flight,
         and the service may still be making their contracts, or adding their parties, when
         the next run starts at once: listed then, they were missed and sent again (twins,
         on a service that ignores the key). The same wait a run keeps after an unknown
-        outcome of its own.
+        outcome of its own. Not shortened by the time since that send, as the journal
+        stamps it: a wall clock set forward in between (NTP, a resumed VM, the journal
+        moved to another host) skipped the wait, and the rows were sent again.
         """
-        newest = await self.journal.call(lambda j: j.newest_sending())
-        if newest is not None:
-            since = datetime.now(timezone.utc) - datetime.fromisoformat(newest)
-            await self.pause(self.spec.round_delay - max(0.0, since.total_seconds()))
+        if await self.journal.call(lambda j: j.has_unknown()):
+            await self.pause(self.spec.round_delay)
 
     async def _list_team(self, team_id: int) -> None:
         """List a team's contracts before its first row registers (and reconcile its rows).

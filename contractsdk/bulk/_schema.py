@@ -20,7 +20,14 @@ from pathlib import Path
 
 from contractsdk._exceptions import ConfigurationError
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "UNCLAIMED", "JournalError", "check_journal_path"]
+__all__ = [
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "UNCLAIMED",
+    "JournalError",
+    "check_journal_path",
+    "lock_path",
+]
 
 SCHEMA_VERSION = 3
 
@@ -112,6 +119,16 @@ class JournalError(ConfigurationError):
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def lock_path(path: str | os.PathLike[str]) -> str:
+    """The lock file of the journal at ``path``: beside the file it names, links resolved.
+
+    Beside the path as given, a job run through a symbolic link to the journal locked
+    another file than a job run through its target, and both ran at once: each sent the
+    rows the other had in flight. (A hard link is still another name: not covered.)
+    """
+    return f"{os.path.realpath(path)}.lock"
 
 
 def check_journal_path(path: str | os.PathLike[str]) -> Path:

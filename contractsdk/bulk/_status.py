@@ -10,6 +10,7 @@ import attrs
 
 from contractsdk.bulk._journal import Journal, JournalError
 from contractsdk.bulk._records import JournalRecord
+from contractsdk.bulk._schema import lock_path
 from contractsdk.bulk._steps import incomplete_count, incomplete_records
 
 __all__ = ["JournalStatus", "read_status"]
@@ -73,7 +74,7 @@ def _locked(path: str | os.PathLike[str]) -> bool | None:
     except ImportError:  # Windows: jobs take no lock, so nothing tells
         return None
     try:
-        handle = os.open(f"{path}.lock", os.O_RDONLY)
+        handle = os.open(lock_path(path), os.O_RDONLY)
     except FileNotFoundError:
         return False
     except OSError:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from contractsdk.bulk._journal import Journal
-from contractsdk.bulk._schema import JournalError, check_journal_path
+from contractsdk.bulk._schema import JournalError, check_journal_path, lock_path
 
 __all__ = ["AsyncJournal"]
 
@@ -106,16 +106,17 @@ class AsyncJournal:
     def _lock(self) -> None:
         """Hold an advisory lock so that two processes never run one job at once.
 
-        The lock file (``<journal>.lock``) is removed when the journal closes, while the
-        lock is still held. A process that opened the file just before it was removed
-        would lock a file nobody else can see; so after locking, the file must still be
-        the one at the path, else it is opened again (a few times at most).
+        The lock file (``<journal>.lock``, beside the file a link names: ``lock_path``) is
+        removed when the journal closes, while the lock is still held. A process that
+        opened the file just before it was removed would lock a file nobody else can see;
+        so after locking, the file must still be the one at the path, else it is opened
+        again (a few times at most).
         """
         try:
             import fcntl
         except ImportError:  # Windows: no advisory locks; documented in docs/bulk.md
             return
-        name = f"{self.path}.lock"
+        name = lock_path(self.path)
         for _attempt in range(_LOCK_ATTEMPTS):
             handle = open(name, "a")  # noqa: SIM115  # held until close
             try:
@@ -241,7 +242,7 @@ class AsyncJournal:
         if self._lock_file is not None:
             # Removed while still locked (see _lock), so no other process holds it then.
             with contextlib.suppress(OSError):
-                os.unlink(f"{self.path}.lock")
+                os.unlink(lock_path(self.path))
             self._lock_file.close()
             self._lock_file = None
         if self._temporary_dir is not None:
