@@ -25,6 +25,9 @@ Invariants of :class:`TokenAuth` (the token cache):
 * A token request is bounded in time (the client's ``timeout``, else ``TOKEN_TIMEOUT``),
   and a token lives at most ``MAX_TOKEN_LIFETIME``, whatever its ``expires_in`` says.
 * Secrets (the key, the client secret, tokens) never reach a repr, a log line or an error.
+  A token answer's secret fields (``SECRET_FIELDS``) are registered for scrubbing by the
+  client before a hook or an error sees the answer (:func:`token_secrets`), and messages
+  quote the answer with them replaced.
 * Shared through Redis (``redis=``), the token is fetched once for every process that uses
   the credential: a process that needs one reads the shared token; if there is none fit
   for use, it takes a lock (``SET NX`` with an expiry), asks the token endpoint, and
@@ -54,7 +57,7 @@ import re
 import secrets
 import time
 import urllib.parse
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -70,7 +73,7 @@ from ._exceptions import (
 )
 from ._http import Headers, Request, Response
 from ._once import wait_shared
-from ._redact import Secrets, scrub_cut
+from ._redact import REDACTED, Secrets, scrub, scrub_cut
 from ._redis import RedisUnavailableError, SharedRedis, open_seal, seal
 
 if TYPE_CHECKING:
@@ -83,6 +86,7 @@ __all__ = [
     "StaticAuth",
     "TokenAuth",
     "redacted_token_response",
+    "token_secrets",
 ]
 
 logger = logging.getLogger("contractsdk.auth")
@@ -170,20 +174,52 @@ return 0
 """
 
 
+def _secret_values(answer: object) -> list[str]:
+    """The values of a token answer's secret fields (:data:`SECRET_FIELDS`), if it has any."""
+    if not isinstance(answer, dict):
+        return []
+    return [v for k, v in answer.items() if k in SECRET_FIELDS and isinstance(v, str) and v]
+
+
+def token_secrets(response: Response) -> list[str]:
+    """Return the secrets a token endpoint's answer holds: its secret fields' values.
+
+    The client registers them for scrubbing before a hook or an error sees the answer:
+    its headers (an ``X-Debug-Token``) or other fields may echo them, and the access token
+    is otherwise registered only once it is used.
+    """
+    if not any(name.encode() in response.content for name in SECRET_FIELDS):
+        return []
+    try:
+        return _secret_values(response.json())
+    except (ValueError, RecursionError):  # RecursionError: hostile nesting
+        return []
+
+
+def _hidden(text: str, values: Sequence[str]) -> str:
+    """Return ``text`` with each of ``values`` (a token answer's secrets) replaced."""
+    for value in values:
+        text = text.replace(value, REDACTED)
+    return text
+
+
 def _reason(response: Response) -> str:
     """Say why a token response is unusable, from RFC 6749 §5.2 fields when present.
 
-    Each field is scrubbed whole, then shortened: a secret cut short is not found. A body
-    longer than ``ERROR_SCAN`` is not read.
+    Quoted as the redacted answer holds them: the answer's own secret fields (a refresh
+    token an ``error_description`` quotes) replaced. Each field is scrubbed whole, then
+    shortened: a secret cut short is not found. A body longer than ``ERROR_SCAN`` is not
+    read.
     """
     try:
         body = None if len(response.content) > ERROR_SCAN else response.json()
     except ValueError:
         body = None
     if isinstance(body, dict):
+        hidden = _secret_values(body)
         # Only a scalar is a reason: str() of a hostile array may be huge, or recurse.
         parts = [
-            scrub_cut(str(body[k]), 200)
+            scrub_cut(_hidden(str(body[k]), hidden), 200)
             for k in ("error", "error_description", "message")
             if body.get(k) and isinstance(body[k], str | int | float)
         ]
@@ -236,7 +272,7 @@ def redacted_token_response(response: Response) -> Response:
         answer = None
     shown = b""
     if isinstance(answer, dict):
-        hidden = [v for k, v in answer.items() if k in SECRET_FIELDS and isinstance(v, str) and v]
+        hidden = _secret_values(answer)
         fields = {k: "[redacted]" if k in SECRET_FIELDS else v for k, v in answer.items()}
         with contextlib.suppress(ValueError, RecursionError):
             text = json.dumps(fields)
@@ -558,8 +594,13 @@ class TokenAuth:
             )
         try:
             answer: Any = response.json()
+            readable = True
         except ValueError:
-            raise self._error("the token endpoint's answer is not JSON", response) from None
+            answer, readable = None, False
+        if not readable:
+            # Raised here, not in the except clause, where the JSONDecodeError would stay
+            # as its __context__: its doc is the whole answer, which may echo a secret.
+            raise self._error("the token endpoint's answer is not JSON", response)
         value = answer.get("access_token") if isinstance(answer, dict) else None
         if not isinstance(value, str) or not value:
             raise self._error("the token endpoint's answer has no access_token", response)
@@ -574,7 +615,8 @@ class TokenAuth:
         if not isinstance(token_type, str):
             raise self._error(f"unsupported token_type (a {type(token_type).__name__})", response)
         if token_type.lower() != "bearer":
-            raise self._error(f"unsupported token_type {scrub_cut(token_type, 40)!r}", response)
+            shown = scrub_cut(_hidden(token_type, _secret_values(answer)), 40)
+            raise self._error(f"unsupported token_type {shown!r}", response)
         try:
             lifetime = _lifetime(answer.get("expires_in", DEFAULT_TOKEN_LIFETIME))
         except ValueError as exc:
@@ -592,11 +634,14 @@ class TokenAuth:
             shown = "" if any(name in shown for name in SECRET_FIELDS) else shown
         else:
             shown = redacted_token_response(response).text
+        # A header may echo a token of the answer (X-Debug-Token), or the secret.
+        hidden = [self._secret, *token_secrets(response)]
+        headers = Headers(response.headers).redacted()
         return TokenRequestError(
             safe,
             status_code=response.status_code,
             method="POST",
             url=self._token_path,
             body=scrub_cut(shown.replace(self._secret, "[redacted]"), 2000),
-            headers=Headers(response.headers).redacted(),
+            headers={name: scrub(_hidden(value, hidden)) for name, value in headers.items()},
         )

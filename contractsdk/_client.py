@@ -12,7 +12,7 @@ import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from contractsdk._auth import Auth, StaticAuth, TokenAuth
 from contractsdk._config import (
@@ -323,6 +323,20 @@ class ContractClient(Sender):
 
     def __repr__(self) -> str:
         return f"<ContractClient environment={self.environment.name!r} base_url={self._base!r}>"
+
+    def __reduce__(self) -> NoReturn:
+        # Pickled, a client's bytes held its credential; and its connections, tasks and
+        # locks mean nothing in another process. copy.deepcopy() asks this too.
+        raise TypeError(
+            "a ContractClient cannot be pickled: it holds its credential and connections; "
+            "make a client in each process from its settings"
+        )
+
+    def __copy__(self) -> ContractClient:
+        """A shallow copy sharing everything (for :meth:`with_options`), not through pickling."""
+        derived = object.__new__(type(self))
+        derived.__dict__.update(self.__dict__)
+        return derived
 
     def _make_retrier(self, retries: Retries | None) -> Retrier | None:
         if retries is None or retries.attempts == 1:

@@ -7,6 +7,7 @@ for production, or the reverse, at construction time rather than with a 401 late
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import math
 import os
@@ -47,12 +48,25 @@ ENV_VARS: Final = {
 }
 
 
+def _checked_base_url(url: str) -> str:
+    return check_base_url(url)
+
+
+def _checked_auth_url(url: str) -> str:
+    return check_base_url(url, what="auth_url")
+
+
 @attrs.frozen(kw_only=True)
 class Environment:
     """Where the service runs: base URL, token endpoint host, audience and default limits.
 
     Use :attr:`SANDBOX` or :attr:`PRODUCTION` (or their names, ``"sandbox"`` and
     ``"production"``); a client given only a ``base_url`` gets a ``"custom"`` environment.
+
+    However it is made (:meth:`custom`, :meth:`with_base_url`, ``attrs.evolve``, the class
+    itself), its ``base_url`` and ``auth_url`` pass :func:`check_base_url`, as a client's
+    ``base_url=`` does: an environment is handed to a client whole, and what its URLs hold
+    shows in the client's repr, its errors, hooks and logs.
 
     Attributes:
         name: ``"sandbox"``, ``"production"`` or ``"custom"``.
@@ -62,16 +76,21 @@ class Environment:
         read_rate: The documented read limit, requests per second (None if unknown).
         write_rate: The documented write limit, requests per second (None if unknown).
         requires_approved_version: Whether API versions must be on the approved list.
+
+    Raises:
+        ConfigurationError: ``base_url`` or ``auth_url`` is not one a client may use (user
+            info or any "@", a query, plain http to a remote host; see
+            :func:`check_base_url`).
     """
 
     SANDBOX: ClassVar[Environment]
     PRODUCTION: ClassVar[Environment]
 
     name: str
-    base_url: str
+    base_url: str = attrs.field(converter=_checked_base_url)
     # [INFERRED] service-api.md §2: no token endpoint is documented; the service's own host
     # is the least surprising default, and ClientCredentials(auth_url=...) overrides it.
-    auth_url: str
+    auth_url: str = attrs.field(converter=_checked_auth_url)
     audience: str
     read_rate: float | None = None
     write_rate: float | None = None
@@ -95,17 +114,115 @@ class Environment:
 
     @classmethod
     def custom(cls, base_url: str) -> Environment:
-        """Return an environment for an explicit base URL (an emulator, a proxy, a test server)."""
-        base = base_url.rstrip("/")
+        """Return an environment for an explicit base URL (an emulator, a proxy, a test server).
+
+        Raises:
+            ConfigurationError: The URL is not one a client may use (:func:`check_base_url`).
+        """
+        base = check_base_url(base_url)
         return cls(name="custom", base_url=base, auth_url=base, audience=base)
 
     def with_base_url(self, base_url: str) -> Environment:
-        """Return this environment served from another base URL (its rules are kept)."""
-        base = base_url.rstrip("/")
+        """Return this environment served from another base URL (its rules are kept).
+
+        Raises:
+            ConfigurationError: The URL is not one a client may use (:func:`check_base_url`).
+        """
+        base = check_base_url(base_url)
         return attrs.evolve(self, base_url=base, auth_url=base, audience=base)
 
 
+def _is_loopback(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+_VERSION_SEGMENT: Final = re.compile(r"v[0-9]+")
+
+
+def _shown(url: str) -> str:
+    """A URL as a message may quote it: its query and fragment hidden.
+
+    They are where a secret would be (``?api_key=...``). User info never gets this far:
+    :func:`check_base_url` refuses any ``@`` before it quotes a URL.
+    """
+    for mark in "#?":
+        if mark in url:
+            url = url.split(mark, 1)[0] + mark + "***"
+    return url
+
+
+def _origin(url: str) -> str:
+    """The scheme and host of a URL whose port cannot be read, quoted; else nothing.
+
+    The rest may be a password: in ``https://svc:PW/`` it reads as the port.
+    """
+    with contextlib.suppress(ValueError):  # urlsplit's own: an unclosed [IPv6 address
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme and parts.hostname:
+            origin = f"{parts.scheme}://{parts.hostname}"
+            return f": {origin!r}"
+    return ""
+
+
+def check_base_url(url: str, *, what: str = "base_url") -> str:
+    """Return the URL without a trailing slash, or refuse it.
+
+    Plain ``http://`` is allowed only for loopback hosts: a bearer credential must never
+    cross a network in clear text. A base URL never holds user info, so any ``@`` is
+    refused, wherever it is.
+
+    Raises:
+        ConfigurationError: Not an absolute http(s) URL, one with an ``@``, a query or a
+            fragment, or http to a non-loopback host.
+    """
+    if not isinstance(url, str):
+        raise ConfigurationError(f"{what} must be a str, got {type(url).__name__}")
+    if "@" in url:
+        # User info, or an "@" where the parser and the reader disagree on what is the host
+        # ("https://svc:8443/PW@api.example.com" is host svc, and the key would go there).
+        # Nothing of the URL is quoted: a password may sit anywhere in it.
+        raise ConfigurationError(
+            f"{what} must not hold credentials (nor any '@'); pass api_key= or credentials= instead"
+        )
+    parts: urllib.parse.SplitResult | None
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - read for its check: a number from 0 to 65535
+    except ValueError:  # an unclosed [IPv6 address, a port that is not one
+        parts = None
+    if parts is None:
+        # Raised here, not in the except clause, where urllib's ValueError would stay as
+        # its __context__: its words quote the "port", which may be part of a password.
+        raise ConfigurationError(
+            f"{what} is not a valid URL (its host or port cannot be read){_origin(url)}"
+        )
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise ConfigurationError(f"{what} must be an absolute http(s) URL, got {_shown(url)!r}")
+    if parts.query or parts.fragment:
+        raise ConfigurationError(f"{what} must not have a query or fragment, got {_shown(url)!r}")
+    if parts.scheme == "http" and not _is_loopback(parts.hostname):
+        raise ConfigurationError(
+            f"{what} {_shown(url)!r} uses plain http to a remote host; use https "
+            "(plain http is allowed only for loopback hosts such as 127.0.0.1)"
+        )
+    last = parts.path.rstrip("/").rpartition("/")[2]
+    if what == "base_url" and _VERSION_SEGMENT.fullmatch(last):
+        # Every path is /v1/..., so this base sent /v1/v1/users/7 and met only 404s.
+        raise ConfigurationError(
+            f"base_url ends in the API version {last!r}: give the service's root, "
+            f"{url.rstrip('/')[: -len(last) - 1]!r} (the version goes in api_version=, "
+            "'v1' by default)"
+        )
+    return url.rstrip("/")
+
+
 # service-api.md §1 (base URLs); the limits (§3) are the one table in _ratelimit/_limits.py.
+# Made here, below check_base_url, which every Environment's URLs pass.
 Environment.SANDBOX = Environment(
     name="sandbox",
     base_url="https://sandbox.legislate.tech",
@@ -123,76 +240,6 @@ Environment.PRODUCTION = Environment(
     write_rate=DOCUMENTED_LIMITS["production"][1],
     requires_approved_version=True,
 )
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-_VERSION_SEGMENT: Final = re.compile(r"v[0-9]+")
-
-
-def _shown(url: str) -> str:
-    """A URL as a message may quote it: its user info, query and fragment hidden.
-
-    They are where a secret would be (``https://user:key@host``, ``?api_key=...``). All
-    up to the last ``@`` is hidden: a password may hold a ``/``, ``?`` or ``#``.
-    """
-    head, _, rest = url.partition("://")
-    if not rest:
-        head, rest = "", head
-    if "@" in rest:
-        rest = "***@" + rest.rpartition("@")[2]
-    for mark in "#?":
-        if mark in rest:
-            rest = rest.split(mark, 1)[0] + mark + "***"
-    return (head + "://" if head else "") + rest
-
-
-def check_base_url(url: str, *, what: str = "base_url") -> str:
-    """Return the URL without a trailing slash, or refuse it.
-
-    Plain ``http://`` is allowed only for loopback hosts: a bearer credential must never
-    cross a network in clear text.
-
-    Raises:
-        ConfigurationError: Not an absolute http(s) URL, or http to a non-loopback host.
-    """
-    if not isinstance(url, str):
-        raise ConfigurationError(f"{what} must be a str, got {type(url).__name__}")
-    try:
-        parts = urllib.parse.urlsplit(url)
-        parts.port  # noqa: B018 - read for its check: a number from 0 to 65535
-    except ValueError:  # an unclosed [IPv6 address, a port out of range
-        # Not urllib's words: they quote the "port", which may be part of a password.
-        raise ConfigurationError(
-            f"{what} is not a valid URL (its host or port cannot be read): {_shown(url)!r}"
-        ) from None
-    if parts.scheme not in {"http", "https"} or not parts.hostname:
-        raise ConfigurationError(f"{what} must be an absolute http(s) URL, got {_shown(url)!r}")
-    if parts.username or parts.password:
-        raise ConfigurationError(f"{what} must not hold credentials; pass api_key= instead")
-    if parts.query or parts.fragment:
-        raise ConfigurationError(f"{what} must not have a query or fragment, got {_shown(url)!r}")
-    if parts.scheme == "http" and not _is_loopback(parts.hostname):
-        raise ConfigurationError(
-            f"{what} {_shown(url)!r} uses plain http to a remote host; use https "
-            "(plain http is allowed only for loopback hosts such as 127.0.0.1)"
-        )
-    last = parts.path.rstrip("/").rpartition("/")[2]
-    if what == "base_url" and _VERSION_SEGMENT.fullmatch(last):
-        # Every path is /v1/..., so this base sent /v1/v1/users/7 and met only 404s.
-        raise ConfigurationError(
-            f"base_url ends in the API version {last!r}: give the service's root, "
-            f"{url.rstrip('/')[: -len(last) - 1]!r} (the version goes in api_version=, "
-            "'v1' by default)"
-        )
-    return url.rstrip("/")
 
 
 def _seconds(value: object, what: str, *, zero: bool) -> float | None:
@@ -407,7 +454,6 @@ def pick_environment(
         base_url = env["base_url"]
     if isinstance(environment, str):
         environment = Environment.from_name(environment)
-    if base_url is not None:
-        base = check_base_url(base_url)
-        return environment.with_base_url(base) if environment else Environment.custom(base)
+    if base_url is not None:  # checked by either (check_base_url)
+        return environment.with_base_url(base_url) if environment else Environment.custom(base_url)
     return environment or Environment.SANDBOX

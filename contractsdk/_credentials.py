@@ -78,7 +78,8 @@ class ApiKey:
             the key before sending anything.
     """
 
-    key: str = attrs.field()
+    # repr=False as well as __repr__: rich's pretty printer reads the attrs fields.
+    key: str = attrs.field(repr=False)
     environment: str | None = attrs.field(default=None, kw_only=True)
 
     @key.validator
@@ -118,7 +119,8 @@ class ClientCredentials:
     """
 
     client_id: str = attrs.field(kw_only=True)
-    client_secret: str = attrs.field(kw_only=True)
+    # repr=False as well as __repr__: rich's pretty printer reads the attrs fields.
+    client_secret: str = attrs.field(kw_only=True, repr=False)
     auth_url: str | None = attrs.field(default=None, kw_only=True)
     audience: str | None = attrs.field(default=None, kw_only=True)
     environment: str | None = attrs.field(default=None, kw_only=True)

@@ -1,23 +1,28 @@
-"""Credentials never shown: every live client's secrets, removed from what errors show.
+r"""Credentials never shown: every live client's secrets, removed from what errors show.
 
 A server (or a proxy) may echo the API key or the access token in an error message, a
 body or a field. Each client registers what it holds (its API key or client secret, and
-each access token it receives) in a :class:`Secrets`; every :class:`ContractSDKError`,
+each token it receives) in a :class:`Secrets`; every :class:`ContractSDKError`,
 the responses handed to event hooks, and the CLI's output are scrubbed of all registered
 secrets when they are made. The registry holds the clients' records weakly: a client that
 is gone takes its secrets with it.
+
+A secret is found as sent and as a server may have encoded it in its answer: escaped
+for JSON (``\/`` too), for HTML, or percent-encoded for a URL (:func:`_encodings`).
 
 Only whole secrets are found, so text that is shown shortened is scrubbed first and cut
 after (:func:`scrub_cut`): a server that placed the key across a cut had all but its last
 characters shown.
 
 Nothing here runs on a successful call's path: scrubbing happens when an error is made,
-when a hook is about to see a response, and once per new token.
+when a hook is about to see a response, when the CLI prints, and once per token answer.
 """
 
 from __future__ import annotations
 
+import html
 import json
+import urllib.parse
 import weakref
 from collections import deque
 from collections.abc import Iterator
@@ -28,7 +33,8 @@ __all__ = ["REDACTED", "Secrets", "scrub", "scrub_bytes", "scrub_cut"]
 REDACTED = "[redacted]"
 #: Shorter strings are not treated as secrets: they would match ordinary text.
 MIN_SECRET = 6
-#: Access tokens remembered per client: the current one and those still in flight.
+#: Tokens remembered per client: the current access token and those still in flight, with
+#: the refresh and id tokens of the latest token answers.
 RECENT_TOKENS = 8
 
 
@@ -49,7 +55,7 @@ class Secrets:
         weakref.finalize(self, _changed)  # a client gone takes its secrets with it
 
     def add_token(self, token: str) -> None:
-        """Remember an access token (the latest few are kept)."""
+        """Remember a token (an access, refresh or id token); the latest few are kept."""
         if len(token) >= MIN_SECRET and token not in self._tokens:
             self._tokens.append(token)
             _changed()
@@ -74,8 +80,27 @@ def _changed() -> None:
     _cached_forms = None
 
 
+def _encodings(secret: str) -> set[str]:
+    r"""``secret`` as a server may echo it: as sent, and as JSON, HTML and URLs encode it.
+
+    JSON both as Python writes it and with ``/`` escaped too (Jackson's and PHP's
+    ``\/``); HTML with and without quotes escaped; percent-encoded as a query value
+    (every reserved character) and as a path (``/`` kept).
+    """
+    escaped = json.dumps(secret)[1:-1]
+    return {
+        secret,
+        escaped,
+        escaped.replace("/", "\\/"),
+        html.escape(secret),
+        html.escape(secret, quote=False),
+        urllib.parse.quote(secret, safe=""),
+        urllib.parse.quote(secret),
+    }
+
+
 def _forms() -> list[str]:
-    """Every registered secret, and its JSON-escaped form where that differs, longest first.
+    """Every registered secret, in each of its encodings (:func:`_encodings`), longest first.
 
     Kept until a secret is registered or a client's are collected: an error scrubs each of
     its fields, and a hook each header, with the same list.
@@ -86,8 +111,7 @@ def _forms() -> list[str]:
         found: set[str] = set()
         for secrets in list(_LIVE):
             for secret in secrets:
-                found.add(secret)
-                found.add(json.dumps(secret)[1:-1])
+                found.update(_encodings(secret))
         forms = _cached_forms = sorted(found, key=len, reverse=True)
     return forms
 

@@ -152,12 +152,18 @@ class SharedRedis:
                 "retry": Retry(NoBackoff(), 0),
                 "max_connections": 32,
             }
+            client: Redis | None
             try:
-                self.client: Redis | RedisCluster = aioredis.Redis.from_url(redis, **self._options)
+                client = aioredis.Redis.from_url(redis, **self._options)
             except ValueError:
+                client = None
+            if client is None:
                 # redis-py's message quotes the part it could not read, which may be the
                 # password (one with a "/" or "#" reads as the port): say where to look.
-                raise ConfigurationError(_UNREADABLE_URL) from None
+                # Raised here, not in the except clause, where redis-py's ValueError would
+                # stay as its __context__ ("from None" only hides it from tracebacks).
+                raise ConfigurationError(_UNREADABLE_URL)
+            self.client: Redis | RedisCluster = client
             self._owned = True
             self._url: str | None = redis  # for a cluster client, if it turns out to be one
         elif isinstance(redis, aioredis.Redis | aioredis.RedisCluster):

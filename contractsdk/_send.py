@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from contractsdk._auth import Auth, redacted_token_response
+from contractsdk._auth import Auth, redacted_token_response, token_secrets
 from contractsdk._config import check_header
 from contractsdk._converter import NO_CONTENT, structure, structure_list
 from contractsdk._exceptions import (
@@ -311,6 +311,8 @@ class Sender:
 
         Hooks and logs see the request without its body (the client secret) and the answer
         with its tokens redacted; the caller (``TokenAuth``) gets the answer as it came.
+        The answer's tokens are registered for scrubbing first: its headers or fields may
+        echo them, and a hook or an error may see them before the token is used.
         """
         self._instrumentation.token_requests += 1
         bound = request.timeout
@@ -326,6 +328,8 @@ class Sender:
         response = await self._transport.handle_async_request(request)
         response = response.for_request(shown)
         elapsed = self._clock() - started
+        for secret in token_secrets(response):
+            self._secrets.add_token(secret)
         hooks = self._instrumentation.on_response(redacted_token_response(response), elapsed)
         if hooks is not None:
             await hooks
@@ -343,12 +347,15 @@ class Sender:
         try:
             return response.json()
         except ValueError:
-            raise ResponseValidationError(
-                "the service's answer is not JSON",
-                errors=["$: not JSON"],
-                method=request.method if request else "",
-                url=request.path if request else "",
-            ) from None
+            pass
+        # Raised here, not in the except clause, where the JSONDecodeError would stay as
+        # its __context__: its doc is the whole body, which may echo a credential.
+        raise ResponseValidationError(
+            "the service's answer is not JSON",
+            errors=["$: not JSON"],
+            method=request.method if request else "",
+            url=request.path if request else "",
+        )
 
     async def _get(self, path: str, model: type[T]) -> T:
         response = await self._send_json("GET", path)

@@ -32,6 +32,7 @@ from contractsdk._config import Environment
 from contractsdk.testing import MockTransport, json_response
 from tests._fakeclock import FakeClock
 from tests._fakeservice import FakeService
+from tests._hostilekit import chain_shown, mock_client
 
 SECRET = "s3cr3t-client-secret-value"
 ACCESS_TOKEN = "at-5f0c1e9d2b7a4c38-access"
@@ -411,3 +412,92 @@ class TestTokenExchangeShown:
         assert "token_type" in str(caught.value)
         assert access not in caught.value.body
         assert "[redacted]" in caught.value.body
+
+    async def _token_failure(
+        self, answer: Response, hooked: list[str] | None = None
+    ) -> TokenRequestError:
+        """The error of a call whose token answer is ``answer``; hooks add what they see."""
+
+        def handler(request: Request) -> Response:
+            return answer if request.path == "/oauth/token" else json_response(200, {"id": 7})
+
+        def hook(response: Response) -> None:
+            if hooked is not None:
+                hooked.extend([repr(response), response.text, repr(response.headers.pairs())])
+
+        async with mock_client(
+            handler, credentials=credentials(), event_hooks={"response": [hook]}
+        ) as client:
+            with pytest.raises(TokenRequestError) as caught:
+                await client.users.get(7)
+        return caught.value
+
+    @staticmethod
+    def _shown(error: TokenRequestError) -> list[str]:
+        """The error as anything may show it: its chain, body and headers included."""
+        return [text for _, text in chain_shown(error)] + [error.body, repr(error.headers)]
+
+    async def test_a_token_a_header_echoes_is_hidden_from_hooks(self) -> None:
+        """The answer's own tokens are registered before the hooks see its headers."""
+        access, refresh = f"at-{secrets.token_hex(8)}", f"rt-{secrets.token_hex(8)}"
+        answer = json_response(
+            200,
+            {"access_token": access, "refresh_token": refresh, "expires_in": 3600},
+            headers={"X-Debug-Token": access, "X-Debug-Refresh": f"kept {refresh}"},
+        )
+        hooked: list[str] = []
+
+        def handler(request: Request) -> Response:
+            return answer if request.path == "/oauth/token" else json_response(200, {"id": 7})
+
+        def hook(response: Response) -> None:
+            hooked.extend([repr(response), response.text, repr(response.headers.pairs())])
+
+        async with mock_client(
+            handler, credentials=credentials(), event_hooks={"response": [hook]}
+        ) as client:
+            assert (await client.users.get(7)).id == 7
+        assert any("X-Debug-Token" in text for text in hooked)  # the header is shown
+        for text in hooked:
+            assert access not in text and refresh not in text, text
+
+    async def test_a_refresh_token_echoed_in_the_reason_is_hidden(self) -> None:
+        """A refused answer's error_description quoting its refresh token: not in the message."""
+        refresh = f"rt-{secrets.token_hex(8)}"
+        answer = json_response(
+            500,
+            {
+                "error": "server_error",
+                "error_description": f"could not persist refresh_token {refresh}",
+                "refresh_token": refresh,
+            },
+        )
+        hooked: list[str] = []
+        error = await self._token_failure(answer, hooked)
+        assert "could not persist refresh_token" in str(error)  # the reason, as sent
+        for text in [*self._shown(error), *hooked]:
+            assert refresh not in text, text
+
+    async def test_a_token_type_or_header_that_echoes_the_token_is_hidden(self) -> None:
+        """token_type "<the token>x", and the token in a header: neither shows it."""
+        access = f"at-{secrets.token_hex(8)}"
+        answer = json_response(
+            200,
+            {"access_token": access, "token_type": f"{access}x", "expires_in": 3600},
+            headers={"X-Debug-Token": access},
+        )
+        hooked: list[str] = []
+        error = await self._token_failure(answer, hooked)
+        assert "unsupported token_type" in str(error)
+        assert "X-Debug-Token" in error.headers
+        for text in [*self._shown(error), *hooked]:
+            assert access not in text, text
+
+    async def test_a_token_answer_that_is_not_json_is_not_kept_in_the_chain(self) -> None:
+        """An answer that is not JSON, echoing the secret: no chained error holds its text."""
+        body = f"not json, for {SECRET}: access_token=at-{secrets.token_hex(8)}"
+        error = await self._token_failure(Response(status_code=200, content=body.encode()))
+        assert "is not JSON" in str(error)
+        assert error.__context__ is None and error.__cause__ is None
+        for text in self._shown(error):
+            assert SECRET not in text and "access_token=at-" not in text, text

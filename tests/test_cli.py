@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import json
 import re
+import secrets
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from contractsdk.cli import main
+from contractsdk.cli._app import Invocation, parse
 from contractsdk.cli._output import dump_json
 from tests._redisserver import RedisServer
 from tests._sandboxprocess import child_env as _env
@@ -196,6 +199,26 @@ def test_secrets_never_printed(
     code, out, err = run(capsys, "--api-key", "wrong-secret-key-42", "users", "get", str(USER))
     assert code == 1 and err.startswith("error: 401")
     assert "wrong-secret-key-42" not in out + err
+
+
+def test_a_parsed_command_shows_no_credential() -> None:
+    """An Invocation's repr (and rich's pretty print of it) leave its arguments out.
+
+    They hold --api-key, --client-secret and a --redis URL's password as typed.
+    """
+    key, secret, password = (f"{kind}-{secrets.token_hex(8)}" for kind in ("k", "s", "pw"))
+    connection = ["--api-key", key, "--client-id", "cid", "--client-secret", secret]
+    invocation = parse(["users", "get", "7", *connection, "--redis", f"redis://:{password}@r"])
+    assert isinstance(invocation, Invocation)
+    assert invocation.args.api_key == key  # the command still gets them
+    shown = [repr(invocation), str(invocation)]
+    with contextlib.suppress(ImportError):
+        from rich.pretty import pretty_repr
+
+        shown.append(pretty_repr(invocation))
+    for text in shown:
+        assert "Invocation(" in text
+        assert not any(value in text for value in (key, secret, password)), text
 
 
 @pytest.mark.parametrize(

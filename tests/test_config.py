@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import secrets
+from collections.abc import Callable
+
+import attrs
 import pytest
 
 from contractsdk import ApiKey, ClientCredentials, ConfigurationError, ContractClient, Environment
 from contractsdk._auth import StaticAuth, TokenAuth
 from contractsdk.testing import MockTransport
 from tests._fakeservice import FakeService
+from tests._hostilekit import chain_shown
 from tests.conftest import API_KEY
 
 
@@ -62,11 +67,11 @@ def test_refused_base_urls(url: str, message: str) -> None:
 @pytest.mark.parametrize(
     ("url", "shown"),
     [
-        ("http://[::1", "'http://[::1'"),
-        ("https://example.com:99999", "'https://example.com:99999'"),
-        ("https://user:pa/ss-word-1@example.com", "'https://***@example.com'"),
-        ("https://user:pa?ss-word-1@example.com/x", "'https://***@example.com/x'"),
-        ("htp://user:ss-word-1@example.com", "'htp://***@example.com'"),
+        ("http://[::1", "base_url is not a valid URL"),
+        ("https://example.com:99999", "'https://example.com'"),
+        ("https://user:pa/ss-word-1@example.com", "must not hold credentials"),
+        ("https://user:pa?ss-word-1@example.com/x", "must not hold credentials"),
+        ("htp://user:ss-word-1@example.com", "must not hold credentials"),
         ("https://example.com/?api_key=ss-word-1", "'https://example.com/?***'"),
         ("https://example.com/#ss-word-1", "'https://example.com/#***'"),
         ("http://example.com/x?token=ss-word-1", "'http://example.com/x?***'"),
@@ -85,6 +90,108 @@ def test_a_refused_url_is_quoted_without_what_may_be_a_secret(url: str, shown: s
     message = str(caught.value)
     assert shown in message
     assert not any(part in message for part in ("ss-word", "'pa'", "user"))
+
+
+def _password() -> str:
+    """A password of this test's own (the scrubber is one for the process: see test_secrets)."""
+    return f"PW-{secrets.token_hex(8)}"
+
+
+#: URLs with a password where a parser would not look for one: each was quoted in its
+#: error, or accepted with the key to be sent to the host before the "@".
+HIDDEN_PASSWORDS: dict[str, Callable[[str], str]] = {
+    "in the port": lambda pw: f"https://deploy@api.example.com:{pw}/",
+    "before a path's @": lambda pw: f"https://svc:8443/{pw}@api.example.com",
+    "an @ in the path": lambda pw: f"https://api.example.com/{pw}@x",
+    "an encoded @": lambda pw: f"https://svc:8443%40{pw}@api.example.com",
+    "a backslash": lambda pw: f"https://api.example.com\\@{pw}",
+    "no @, in the port": lambda pw: f"https://svc:{pw}/",
+    "an unclosed [": lambda pw: f"https://[::1/{pw}",
+}
+
+
+@pytest.mark.parametrize("what", ["base_url", "auth_url"])
+@pytest.mark.parametrize("case", sorted(HIDDEN_PASSWORDS))
+def test_a_url_with_a_password_anywhere_is_refused_without_it(case: str, what: str) -> None:
+    """Any "@" is refused, and a URL that cannot be read is not quoted beyond its host.
+
+    ``https://svc:8443/PW@api.example.com`` was accepted (host ``svc``: the key would have
+    gone there); a password in the port's place was quoted whole, in the message or in
+    the ValueError left as its ``__context__``.
+    """
+    password = _password()
+    url = HIDDEN_PASSWORDS[case](password)
+    if what == "base_url":
+        options: dict[str, object] = {"api_key": API_KEY, "base_url": url}
+    else:
+        options = {"credentials": ClientCredentials(client_id="c", client_secret="s", auth_url=url)}
+    with pytest.raises(ConfigurationError, match=what) as caught:
+        ContractClient(**options)  # type: ignore[arg-type]  # each value as its option takes
+    for where, text in chain_shown(caught.value):
+        assert password not in text, f"the password shows in the error's {where}"
+
+
+#: Environments made whole, never given as ``base_url=``: each skipped its check.
+WHOLE_ENVIRONMENTS: dict[str, Callable[[str], Environment]] = {
+    "custom": lambda pw: Environment.custom(f"https://svc:{pw}@proxy.example.com"),
+    "custom, no @": lambda pw: Environment.custom(f"https://svc:{pw}/"),
+    "with_base_url": lambda pw: Environment.SANDBOX.with_base_url(f"https://u:{pw}@p.example"),
+    "evolved base_url": lambda pw: attrs.evolve(
+        Environment.SANDBOX, base_url=f"https://svc:{pw}@proxy.example.com"
+    ),
+    "evolved auth_url": lambda pw: attrs.evolve(
+        Environment.PRODUCTION, auth_url=f"https://svc:{pw}@login.example.com"
+    ),
+    "made": lambda pw: Environment(
+        name="custom",
+        base_url="https://api.example.com",
+        auth_url=f"https://svc:{pw}@login.example.com",
+        audience="https://api.example.com",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WHOLE_ENVIRONMENTS))
+def test_an_environment_is_checked_however_it_is_made(case: str) -> None:
+    """Every Environment's URLs are checked as base_url= is: no password reaches a client.
+
+    Passed as ``environment=``, its password reached the client's repr, the 401 hint,
+    hooks, DEBUG lines and the bulk journal.
+    """
+    password = _password()
+    with pytest.raises(ConfigurationError, match=r"must not hold credentials|valid URL") as caught:
+        WHOLE_ENVIRONMENTS[case](password)
+    for where, text in chain_shown(caught.value):
+        assert password not in text, f"the password shows in the error's {where}"
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Environment.custom("http://api.example.com"),
+        lambda: attrs.evolve(Environment.SANDBOX, auth_url="http://login.example.com"),
+        lambda: Environment.custom("https://api.example.com/?key=1"),
+        lambda: Environment.custom("ftp://api.example.com"),
+    ],
+    ids=["custom http", "evolved http auth_url", "a query", "not http"],
+)
+def test_an_environment_made_whole_takes_only_what_base_url_takes(
+    make: Callable[[], Environment],
+) -> None:
+    """Plain http to a remote host, a query or another scheme: refused as base_url= is."""
+    with pytest.raises(ConfigurationError):
+        make()
+
+
+def test_built_in_and_custom_environments_still_work() -> None:
+    """The named environments, and a loopback one made whole, serve a client as before."""
+    custom = Environment.custom("http://127.0.0.1:9/")
+    assert custom.base_url == custom.auth_url == custom.audience == "http://127.0.0.1:9"
+    assert ContractClient(api_key=API_KEY, environment=custom)._base == "http://127.0.0.1:9/v1"
+    moved = Environment.PRODUCTION.with_base_url("https://proxy.example.com/")
+    assert moved.base_url == "https://proxy.example.com" and moved.requires_approved_version
+    for environment in (Environment.SANDBOX, Environment.PRODUCTION):
+        assert attrs.evolve(environment) == environment
 
 
 def test_remote_http_auth_url_is_refused() -> None:

@@ -4,25 +4,30 @@ A server that echoes the API key, the client secret or the access token in every
 its answers (the message, the body, a field of a 200) meets each kind of error the client
 can raise, with each kind of credential, with DEBUG logging and every event hook on. Each
 error's ``str``, ``repr``, pickle, traceback and attributes (``headers`` excepted: they are
-the server's, kept as sent), every log line, every hook payload and the CLI's output are
-searched for the secrets.
+the server's, kept as sent), each error chained to it (as cause or context), every log
+line, every hook payload and the CLI's output are searched for the secrets.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
+import html
 import http.server
 import json
 import logging
 import pickle
+import secrets
 import threading
 import traceback
-from collections.abc import Iterator
+import urllib.parse
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from contractsdk import (
+    ApiKey,
     ClientCredentials,
     ConfigurationError,
     ContractClient,
@@ -33,6 +38,7 @@ from contractsdk import (
 from contractsdk._redact import REDACTED, scrub
 from contractsdk.cli import main
 from contractsdk.testing import MockTransport, json_response
+from tests._hostilekit import chain_shown
 
 API_KEY = "key-8f3a1c-echoed-by-a-hostile-server"
 CLIENT_SECRET = "secret-77d2e0-echoed-by-a-hostile-server"
@@ -82,9 +88,7 @@ def _outputs(error: BaseException) -> Iterator[tuple[str, str]]:
     yield "repr", repr(error)
     yield "pickle", repr(pickle.dumps(error))
     yield "traceback", "".join(traceback.format_exception(error))
-    for name, value in vars(error).items():
-        if name != "headers":
-            yield name, repr(value)
+    yield from chain_shown(error)  # attributes, and every error chained, shown or not
 
 
 @pytest.mark.parametrize("kind", ["api key", "client credentials"])
@@ -151,6 +155,90 @@ def test_a_json_escaped_secret_is_scrubbed_too() -> None:
     client = ContractClient(api_key=secret, base_url="http://127.0.0.1:9")
     assert scrub(json.dumps({"echo": secret})) == json.dumps({"echo": REDACTED})
     del client
+
+
+def _fresh(kind: str) -> str:
+    """A credential of this test's own: no other test's client has it registered.
+
+    The scrubber is one for the process, so a credential another test registered would be
+    scrubbed here too, and hide a leak.
+    """
+    return f"{kind}-{secrets.token_hex(12)}"
+
+
+#: A server's encodings of what it echoes: JSON with "/" escaped (Jackson, PHP), an HTML
+#: page, a URL's query (each character but letters, digits and "_.-~" percent-encoded).
+ENCODED_ECHOES: dict[str, tuple[str, Callable[[str], str]]] = {
+    "json with \\/": (
+        "application/json",
+        lambda key: '{"message": "bad key", "echo": "ECHO"}'.replace(
+            "ECHO", json.dumps(key)[1:-1].replace("/", "\\/")
+        ),
+    ),
+    "html": ("text/html", lambda key: f"<html><p>bad key {html.escape(key)}</p></html>"),
+    "percent-encoded": (
+        "text/plain",
+        lambda key: f"bad request: /v1/users/7?api_key={urllib.parse.quote(key, safe='')}",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ENCODED_ECHOES))
+async def test_an_encoded_echo_of_the_key_is_scrubbed(case: str) -> None:
+    r"""A key echoed as JSON with \/, as HTML escapes it, or percent-encoded shows nowhere."""
+    key = f'key/with+slash=and&amp-<{secrets.token_hex(8)}>"quoted"'
+    content_type, make = ENCODED_ECHOES[case]
+
+    def handler(request: Request) -> Response:
+        body = make(_bearer(request)).encode()
+        return Response(status_code=400, headers={"Content-Type": content_type}, content=body)
+
+    async with ContractClient(
+        api_key=key,
+        base_url="http://127.0.0.1:9",
+        transport=MockTransport(handler),
+        rate_limits=None,
+        retries=None,
+    ) as client:
+        with pytest.raises(ContractSDKError) as caught:
+            await client.users.get(7)
+        echoed = make(key)
+        forms = {key, json.dumps(key)[1:-1], html.escape(key), urllib.parse.quote(key, safe="")}
+        forms.add(json.dumps(key)[1:-1].replace("/", "\\/"))
+        for where, text in _outputs(caught.value):
+            for form in forms:
+                assert form not in text, f"the key shows ({case}) in the error's {where}"
+        assert REDACTED in caught.value.body  # type: ignore[attr-defined]
+        assert echoed not in scrub(echoed)
+
+
+def test_rich_shows_no_credential() -> None:
+    """Rich's pretty printer reads attrs fields, not __repr__: the secrets are not among them."""
+    pretty = pytest.importorskip("rich.pretty")
+    key, secret = _fresh("key"), _fresh("secret")
+    shown = [
+        pretty.pretty_repr(ApiKey(key, environment="sandbox")),
+        pretty.pretty_repr(ClientCredentials(client_id="id-1", client_secret=secret)),
+        pretty.pretty_repr({"keys": [ApiKey(key)]}),
+    ]
+    for text in shown:
+        assert key not in text and secret not in text, text
+    assert "environment='sandbox'" in shown[0]  # the rest is still shown
+    assert "client_id='id-1'" in shown[1]
+
+
+def test_a_client_cannot_be_pickled() -> None:
+    """Pickled, a client's bytes held its key: it refuses, and with_options() still copies it."""
+    key = _fresh("key")
+    client = ContractClient(api_key=key, base_url="http://127.0.0.1:9")
+    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+        with pytest.raises(TypeError, match="a ContractClient cannot be pickled"):
+            pickle.dumps(client, protocol)
+    with pytest.raises(TypeError, match="a ContractClient cannot be pickled"):
+        copy.deepcopy(client)
+    derived = client.with_options(timeout=5)
+    assert derived._timeout == 5 and derived._root is client
+    assert client._timeout == 60
 
 
 class _EchoHandler(http.server.BaseHTTPRequestHandler):
@@ -221,6 +309,90 @@ def test_the_cli_never_prints_a_credential(
         assert code != 0
         assert "error" in err
         _assert_nothing_shows(f"`contractsdk {' '.join(argv)}`", out + err)
+
+
+class _SuccessEchoHandler(http.server.BaseHTTPRequestHandler):
+    """A hostile service that answers every call, its values echoing the credential sent."""
+
+    #: Every credential the service was sent (the API key, or each token it issued).
+    sent: list[str]
+
+    def do_POST(self) -> None:
+        token = _fresh("token")  # issued to this test only
+        self.sent.append(token)
+        self._answer({"access_token": token, "expires_in": 3600})
+
+    def do_GET(self) -> None:
+        bearer = self.headers.get("Authorization", "").removeprefix("Bearer ")
+        self.sent.append(bearer)
+        if self.path.startswith("/v1/users/7/teams"):
+            self._answer([{"id": 1, "name": f"team {bearer}"}])
+        elif self.path.startswith("/v1/users/"):
+            user = {"id": 7, "email": "a@b.example", "first_name": bearer, "last_name": "x"}
+            self._answer(user)
+        elif self.path.startswith("/v1/contracts/"):
+            field = {"id": 11, "name": "note", "value": f"for {bearer}"}
+            self._answer({"id": 1, "contract_name": f"deal {bearer}", "fields": [field]})
+        else:
+            self._answer({"message": "no such thing"}, status=404)
+
+    def _answer(self, body: object, status: int = 200) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("kind", ["api key", "client credentials"])
+def test_the_cli_never_prints_a_credential_a_successful_answer_echoes(
+    kind: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 200 whose values echo the key or token: tables, pairs, JSON and the demo hide it."""
+
+    class Handler(_SuccessEchoHandler):
+        sent: list[str] = []  # noqa: RUF012  # this test's own
+
+    handler = Handler
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    for name in ("CONTRACTSDK_API_KEY", "CONTRACTSDK_CLIENT_ID", "CONTRACTSDK_CLIENT_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+    if kind == "api key":
+        monkeypatch.setenv("CONTRACTSDK_API_KEY", _fresh("key"))
+    else:
+        monkeypatch.setenv("CONTRACTSDK_CLIENT_ID", "id-1")
+        monkeypatch.setenv("CONTRACTSDK_CLIENT_SECRET", _fresh("secret"))
+    monkeypatch.setenv("CONTRACTSDK_BASE_URL", url)
+    printed: list[str] = []
+    try:
+        for argv in (
+            ["users", "get", "7"],
+            ["users", "get", "7", "--json"],
+            ["teams", "list", "7"],
+            ["contracts", "get", "1"],
+            ["contracts", "get", "1", "--json"],
+        ):
+            assert main(argv) == 0, argv
+            printed.append(capsys.readouterr().out)
+        main(["demo", "--base-url", url, "--user-id", "7", "--yes"])  # stops at step 2
+        printed.append(capsys.readouterr().out)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+    assert handler.sent, "the service was asked"
+    for text in printed:
+        assert REDACTED in text, text
+        for credential in handler.sent:
+            assert credential not in text, text
+    assert "1. Identify the user" in printed[-1]
 
 
 REDIS_PASSWORD = "pw-3c9e1d-in-a-redis-url"

@@ -26,6 +26,7 @@ import click
 from contractsdk._exceptions import ConfigurationError
 from contractsdk._ids import INT64_MAX, parse_id
 from contractsdk._logging import logger
+from contractsdk._redact import scrub
 from contractsdk.cli._output import console
 
 __all__ = [
@@ -98,11 +99,12 @@ class Invocation:
 
     Attributes:
         handler: The command's coroutine function.
-        args: Its arguments, the connection options merged in.
+        args: Its arguments, the connection options merged in (not in the repr: they hold
+            ``--api-key``, ``--client-secret`` and a ``--redis`` URL's password).
     """
 
     handler: Handler
-    args: argparse.Namespace
+    args: argparse.Namespace = attrs.field(repr=False)
 
     async def run(self) -> int:
         """Run the command in the current event loop and return its exit code."""
@@ -122,7 +124,7 @@ class _RequestLog(logging.Handler):
         self.verbose = verbose
 
     def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage()
+        message = scrub(record.getMessage())  # as all that a command prints (see _output)
         if self.verbose < 2 and message.startswith("→"):  # -v: answers and retries only
             return
         console(stderr=True).print(message, style="dim", markup=False)

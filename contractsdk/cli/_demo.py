@@ -28,6 +28,7 @@ from contractsdk._exceptions import (
     TermValidationError,
 )
 from contractsdk._ids import parse_id
+from contractsdk._redact import scrub
 from contractsdk.cli._output import print_table, write_file
 from contractsdk.cli._resources import make_client
 from contractsdk.identity import IdentityFieldSet
@@ -55,7 +56,8 @@ def _step(number: int, title: str) -> None:
 
 
 def _say(text: str) -> None:
-    print(f"   {text}")
+    # What the service answered (a user's name, a team's) may echo the credential.
+    print(f"   {scrub(text)}")
 
 
 def _choice_depth(term: Term) -> int:

@@ -3,6 +3,10 @@
 Rich decides about colour: none when the stream is not a terminal, none with ``NO_COLOR``
 set. On a terminal, tables fit its width and wrap their cells; into a pipe or a file they
 take the width they need, so ``grep`` sees whole lines.
+
+What a command prints of the service's answers goes through here, and is scrubbed of the
+credentials its client holds (``_redact``): a successful answer may echo the key or the
+token in a value (a name, a field) as well as an error may.
 """
 
 from __future__ import annotations
@@ -16,15 +20,25 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import attrs
+import click
 from rich.console import Console, RenderableType
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from contractsdk._exceptions import ConfigurationError
+from contractsdk._redact import scrub
 from contractsdk.cli import is_utf8
 
-__all__ = ["console", "dump_json", "print_pairs", "print_table", "to_jsonable", "write_file"]
+__all__ = [
+    "console",
+    "dump_json",
+    "print_pairs",
+    "print_table",
+    "say",
+    "to_jsonable",
+    "write_file",
+]
 
 #: The width of output that is not a terminal: no wrapping.
 PIPE_WIDTH = 1000
@@ -77,11 +91,20 @@ async def write_file(path: Path, data: bytes) -> None:
 
 
 def dump_json(value: Any, stream: TextIO | None = None) -> None:
-    """Print ``value`` as indented JSON (never coloured: it is for programs)."""
+    """Print ``value`` as indented JSON (never coloured: it is for programs).
+
+    Every credential the running client holds is replaced by ``[redacted]``, as written
+    (the scrubber knows a secret's JSON-escaped forms): the JSON stays valid.
+    """
     out = stream or sys.stdout
     # On a stream that is not UTF-8, "é" as \u00e9: still the same JSON, nothing replaced.
-    json.dump(to_jsonable(value), out, indent=2, ensure_ascii=not is_utf8(out))
-    out.write("\n")
+    text = json.dumps(to_jsonable(value), indent=2, ensure_ascii=not is_utf8(out))
+    out.write(scrub(text) + "\n")
+
+
+def say(text: str, *, err: bool = False) -> None:
+    """Print a line of text (on stderr with ``err``), the client's credentials replaced."""
+    click.echo(scrub(text), err=err)
 
 
 def _cell(value: Any) -> str:
@@ -91,7 +114,7 @@ def _cell(value: Any) -> str:
         return value.strftime("%Y-%m-%d %H:%M")
     if isinstance(value, bool):
         return "yes" if value else "no"
-    return str(value).replace("\n", " ")
+    return scrub(str(value)).replace("\n", " ")
 
 
 def print_table(

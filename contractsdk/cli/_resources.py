@@ -16,7 +16,14 @@ from contractsdk._config import environment_from_env
 from contractsdk._credentials import ClientCredentials
 from contractsdk._exceptions import ConfigurationError
 from contractsdk.cli._app import argument, cli, numeric_id, require, runs
-from contractsdk.cli._output import console, dump_json, print_pairs, print_table, write_file
+from contractsdk.cli._output import (
+    console,
+    dump_json,
+    print_pairs,
+    print_table,
+    say,
+    write_file,
+)
 from contractsdk.models import Contract, Team, User
 
 __all__ = ["make_client", "parse_pairs"]
@@ -322,7 +329,7 @@ async def terms_show(args: argparse.Namespace) -> None:
         terms = await client.terms.list(args.template_id)
     if _json(args):
         return dump_json(list(terms))
-    click.echo(terms.tree())
+    say(terms.tree())
 
 
 @runs(contracts, "list")
