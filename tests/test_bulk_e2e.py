@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from contractsdk import ContractClient, RateLimits, Retries
-from contractsdk.bulk import BulkJob, RowOutcome
+from contractsdk.bulk import BulkJob, JournalError, RowOutcome
 from contractsdk.sandbox import FaultRule, SandboxServer
 from tests._bulkkit import (
     CONCURRENCY,
@@ -235,6 +235,39 @@ async def test_a_run_started_at_once_waits_for_what_the_last_left_in_flight(
         assert [(o.state, o.reconciled) for o in second] == [("created", True)] * 3
         names = await listed_names(server, team_id)
         assert sorted(names) == sorted(row["contract_name"] for row in rows)  # no twin
+
+
+async def test_one_file_run_at_once_with_two_journals_is_refused(tmp_path: Path) -> None:
+    """A job run on a file while it runs there with another journal is refused: no twins.
+
+    Each journal's lock covers that journal only: the second run listed the team before
+    the first had created anything, and made every row again. Another file of the same
+    job runs beside it.
+    """
+    faults = [FaultRule(CREATE, latency=0.2)]
+    async with SandboxServer(port=0, write_rate=None, read_rate=None, faults=faults) as server:
+        team_id = team_and_template(server)[0]
+        source, other = tmp_path / "rows.csv", tmp_path / "more.csv"
+        write_csv(source, source_rows(8))
+        write_csv(other, source_rows(10)[8:])
+
+        def job(path: Path, journal: str, **options: Any) -> BulkJob:
+            return keyed_job(client, server, path, tmp_path / journal, **options)  # type: ignore[arg-type]
+
+        async with emulator_client(server) as client:
+            running = asyncio.create_task(run_job(job(source, "a.db", concurrency=2)))
+            await asyncio.sleep(0.1)  # its first creates are on their way
+            with pytest.raises(JournalError, match=r"running this job on .*rows\.csv"):
+                await run_job(job(source, "b.db"))
+            assert not (tmp_path / "b.db").exists()  # made for the refused run, removed
+            beside = await run_job(job(other, "c.db"))
+            outcomes = await running
+            again = await run_job(job(source, "b.db"))
+        assert [o.state for o in outcomes] == ["created"] * 8
+        assert [o.state for o in beside] == ["created"] * 2
+        names = await listed_names(server, team_id)
+        assert sorted(names) == sorted(row["contract_name"] for row in source_rows(10))
+        assert {o.state for o in again} == {"invalid"}  # free again: its rows exist already
 
 
 @pytest.mark.parametrize("rounds", [0, 1])

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from contractsdk import __version__
 from contractsdk._exceptions import ConfigurationError
 from contractsdk.bulk._journal import JournalError
+from contractsdk.bulk._lock import FileLock, input_lock_path
 from contractsdk.bulk._model import (
     BulkPlan,
     BulkProgress,
@@ -409,6 +410,23 @@ class BulkJob:
         except BaseException:
             await source.aclose()
             raise
+        held = None
+        if mode == "create" and not dry_run and source.path is not None:
+            held = FileLock(input_lock_path(self.job_id, source.path))
+            try:
+                await asyncio.to_thread(
+                    held.acquire,
+                    f"another process on this machine is running this job on {source.path} "
+                    "with another journal (or none): two runs of one file each create the "
+                    "rows the other is creating. Let it finish, or stop it, then run this "
+                    "command again",
+                )
+            except BaseException:
+                await journal.aclose()
+                if fresh and path is not None:  # made just now, for a run that cannot be
+                    await asyncio.to_thread(_remove_journal, path)
+                await source.aclose()
+                raise
         run_number = 0
         outcome_text = "error"
         out: asyncio.Queue[RowOutcome | End] = asyncio.Queue(_OUTCOME_QUEUE)
@@ -475,9 +493,13 @@ class BulkJob:
             if fresh and outcome_text != "done":
                 with contextlib.suppress(JournalError):
                     empty = await journal.call(lambda j: j.row_count() == 0)
-            await journal.aclose()
-            if empty and path is not None:
-                await asyncio.to_thread(_remove_journal, path)
+            try:
+                await journal.aclose()
+                if empty and path is not None:
+                    await asyncio.to_thread(_remove_journal, path)
+            finally:
+                if held is not None:  # let go once nothing more can be sent or written
+                    held.release()
 
     def _summary(self, run: Run | None, run_number: int, dry_run: bool) -> BulkSummary:
         stats = self._client.stats

@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from contractsdk.bulk._journal import Journal
+from contractsdk.bulk._lock import FileLock
 from contractsdk.bulk._schema import JournalError, check_journal_path, lock_path
 
 __all__ = ["AsyncJournal"]
 
 T = TypeVar("T")
 _MAX_BATCH = 256
-_LOCK_ATTEMPTS = 5
 #: What a temporary journal's directory is called, and how long one a killed run left
 #: behind is kept (it holds the rows' values: names, addresses) before a later run
 #: without a journal removes it.
@@ -62,7 +62,7 @@ class AsyncJournal:
         ] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._lock_file: Any = None
+        self._lock_file: FileLock | None = None
         self.commits = 0
 
     @classmethod
@@ -106,39 +106,12 @@ class AsyncJournal:
     def _lock(self) -> None:
         """Hold an advisory lock so that two processes never run one job at once.
 
-        The lock file (``<journal>.lock``, beside the file a link names: ``lock_path``) is
-        removed when the journal closes, while the lock is still held. A process that
-        opened the file just before it was removed would lock a file nobody else can see;
-        so after locking, the file must still be the one at the path, else it is opened
-        again (a few times at most).
+        The lock file is ``<journal>.lock``, beside the file a link names (``lock_path``),
+        removed when the journal closes (:class:`~contractsdk.bulk._lock.FileLock`).
         """
-        try:
-            import fcntl
-        except ImportError:  # Windows: no advisory locks; documented in docs/bulk.md
-            return
-        name = lock_path(self.path)
-        for _attempt in range(_LOCK_ATTEMPTS):
-            handle = open(name, "a")  # noqa: SIM115  # held until close
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                handle.close()
-                raise JournalError(
-                    f"another process is running a job with the journal {self.path}"
-                ) from None
-            try:
-                current = os.stat(name)
-            except FileNotFoundError:
-                current = None
-            opened = os.fstat(handle.fileno())
-            if current is not None and (current.st_dev, current.st_ino) == (
-                opened.st_dev,
-                opened.st_ino,
-            ):
-                self._lock_file = handle
-                return
-            handle.close()  # removed by the process that held it: lock the new one
-        raise JournalError(f"cannot lock the journal {self.path}: its lock file keeps changing")
+        lock = FileLock(lock_path(self.path))
+        lock.acquire(f"another process is running a job with the journal {self.path}")
+        self._lock_file = lock
 
     async def _start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -240,10 +213,7 @@ class AsyncJournal:
 
     def _cleanup(self) -> None:
         if self._lock_file is not None:
-            # Removed while still locked (see _lock), so no other process holds it then.
-            with contextlib.suppress(OSError):
-                os.unlink(lock_path(self.path))
-            self._lock_file.close()
+            self._lock_file.release()
             self._lock_file = None
         if self._temporary_dir is not None:
             shutil.rmtree(self._temporary_dir, ignore_errors=True)
