@@ -197,6 +197,20 @@ async def test_bad_credentials_stop_the_job() -> None:
     assert job.summary.failed <= 4  # only the requests already started
 
 
+async def test_a_creator_the_service_does_not_know_is_refused_before_any_row() -> None:
+    """created_by naming no user is refused up front, by a dry run too: nothing is sent.
+
+    Unchecked, the dry run passed every row, and the run's creates came back 404 one by one.
+    """
+    service = FaultyService()
+    async with client_for(service) as client:
+        with pytest.raises(ConfigurationError, match="user 99999, who is to create the"):
+            await job_for(client, list(rows(5)), created_by=99999).plan()
+        with pytest.raises(ConfigurationError, match="User with id 99999 not found"):
+            await collect(job_for(client, list(rows(5)), created_by=99999))
+    assert service.posts == []
+
+
 async def test_retryable_failures_get_more_rounds() -> None:
     """A 503 defers the row to a later round; it is created then (after a listing)."""
     service = FaultyService()

@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from contractsdk._exceptions import ConfigurationError, ContractSDKError, TermValidationError
+from contractsdk._exceptions import (
+    ConfigurationError,
+    ContractSDKError,
+    NotFoundError,
+    TermValidationError,
+)
 from contractsdk.bulk._failures import classify, row_message
 from contractsdk.bulk._journal import Journal
 from contractsdk.bulk._model import RowOutcome
@@ -204,6 +209,7 @@ class Run:
         spec = self.spec
         targets = self.targets
         self.must_list = set(await self.journal.call(lambda j: j.teams_to_reconcile()))
+        await self._check_creator()
         await self._settle_earlier_run()
         if spec.team_id is not None:
             await targets.check_team(spec.team_id, fixed=True)  # lists it (_list_team)
@@ -228,6 +234,26 @@ class Run:
             spec.columns.check_header(
                 header, terms, match_term=spec.match_term, where=spec.source.describe()
             )
+
+    async def _check_creator(self) -> None:
+        """Refuse a creator (``created_by``) the service does not know, before any row.
+
+        Not checked, the job (and a dry run, which sends nothing) passed every row, and
+        the run's first creates came back 404 one by one.
+
+        Raises:
+            ConfigurationError: The service has no such user.
+        """
+        creator = self.spec.created_by
+        try:
+            await self.client.users.get(creator)
+        except NotFoundError as exc:
+            said = exc.service_message or exc.message
+        else:
+            return
+        raise ConfigurationError(
+            f"user {creator}, who is to create the contracts (created_by), does not exist: {said}"
+        )
 
     async def _settle_earlier_run(self) -> None:
         """Wait ``round_delay`` if an earlier run left a send whose outcome is unknown.
