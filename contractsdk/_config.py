@@ -8,7 +8,9 @@ for production, or the reverse, at construction time rather than with a 401 late
 from __future__ import annotations
 
 import contextlib
+import difflib
 import ipaddress
+import logging
 import math
 import os
 import re
@@ -389,9 +391,47 @@ def check_idempotency_key(key: object, *, suffix: str = "") -> None:
         )
 
 
-def environment_from_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Return the ``CONTRACTSDK_*`` settings that are set, keyed by setting name."""
+logger = logging.getLogger("contractsdk")
+
+#: ``CONTRACTSDK_*`` names read outside the client: the user id that ``contractsdk sandbox``
+#: prints and the examples read.
+_OTHER_VARS: Final = frozenset({"CONTRACTSDK_USER_ID"})
+#: Misspelt names already warned of in this process (once each).
+_WARNED: set[str] = set()
+
+
+def misspelt_env_vars(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Say which ``CONTRACTSDK_*`` variables are set that nothing reads, each with the closest.
+
+    ``CONTRACTSDK_BASEURL`` set for ``CONTRACTSDK_BASE_URL`` sent the client to the
+    sandbox's own host, and the error named neither. Names only: a value may be a secret.
+    """
     source = os.environ if environ is None else environ
+    known = sorted({*ENV_VARS.values(), *_OTHER_VARS})
+    notes = []
+    for name in sorted(source):
+        if not name.startswith("CONTRACTSDK_") or name in known:
+            continue
+        if name.startswith("CONTRACTSDK_TEST_"):  # the test suite's own
+            continue
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        notes.append(f"{name} is set, but no setting of contractsdk has that name{hint}")
+    return notes
+
+
+def environment_from_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Return the ``CONTRACTSDK_*`` settings that are set, keyed by setting name.
+
+    Reading the process's environment, it logs a warning, once per name, for each
+    ``CONTRACTSDK_*`` variable that no setting has (:func:`misspelt_env_vars`).
+    """
+    source = os.environ if environ is None else environ
+    if environ is None:
+        for note in misspelt_env_vars(source):
+            if note not in _WARNED:
+                _WARNED.add(note)
+                logger.warning("%s", note)
     return {key: source[var] for key, var in ENV_VARS.items() if source.get(var)}
 
 
@@ -433,9 +473,10 @@ def pick_credential(
             f"{ENV_VARS[pair[0]]} is set but {ENV_VARS[missing]} is not; "
             "OAuth client credentials need both"
         )
+    notes = "".join(f"; {note}" for note in misspelt_env_vars())
     raise ConfigurationError(
         "no credentials: pass api_key= or credentials=ClientCredentials(...), or set "
-        "CONTRACTSDK_API_KEY (or CONTRACTSDK_CLIENT_ID and CONTRACTSDK_CLIENT_SECRET)"
+        f"CONTRACTSDK_API_KEY (or CONTRACTSDK_CLIENT_ID and CONTRACTSDK_CLIENT_SECRET){notes}"
     )
 
 

@@ -16,6 +16,7 @@ import asyncio
 import math
 import sys
 import time
+import urllib.parse
 import zlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, Protocol, runtime_checkable
@@ -491,13 +492,25 @@ def headers_sender(transport: AsyncTransport) -> HeadersSender | None:
 _READ_TIMEOUTS = (aiohttp.ServerTimeoutError, TimeoutError, asyncio.TimeoutError)
 
 
+def _host(request: Request) -> str:
+    """The host and port a request goes to, as a connection error names them.
+
+    A base URL mistyped, or a ``CONTRACTSDK_BASE_URL`` not set, said only "could not
+    connect to the service". (A base URL holds no user info: ``check_base_url``.)
+    """
+    parts = urllib.parse.urlsplit(request.url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    host = parts.hostname or "the service"
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def _translate(exc: aiohttp.ClientError | asyncio.TimeoutError, request: Request) -> TransportError:
     """Return the SDK's error for an aiohttp failure (the most specific class first)."""
     where = {"method": request.method, "url": request.path}  # as APIError: the path only
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
-        return ConnectTimeoutError("timed out connecting to the service", **where)
+        return ConnectTimeoutError(f"timed out connecting to {_host(request)}", **where)
     if isinstance(exc, aiohttp.ClientConnectorError):
-        return ConnectError(f"could not connect to the service: {exc.os_error}", **where)
+        return ConnectError(f"could not connect to {_host(request)}: {exc.os_error}", **where)
     if isinstance(exc, _READ_TIMEOUTS):
         return ReadTimeoutError("timed out waiting for the service's answer", **where)
     if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import secrets
 from collections.abc import Callable
 
@@ -10,6 +12,7 @@ import pytest
 
 from contractsdk import ApiKey, ClientCredentials, ConfigurationError, ContractClient, Environment
 from contractsdk._auth import StaticAuth, TokenAuth
+from contractsdk._config import misspelt_env_vars
 from contractsdk.testing import MockTransport
 from tests._fakeservice import FakeService
 from tests._hostilekit import chain_shown
@@ -328,3 +331,35 @@ def test_arguments_win_over_environment(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("CONTRACTSDK_ENVIRONMENT", "production")
     client = ContractClient(api_key=API_KEY, environment="sandbox")
     assert client.environment.name == "sandbox"
+
+
+def test_a_misspelt_setting_is_named_with_the_closest(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """CONTRACTSDK_APIKEY or _BASEURL set: warned of once (name, not value), and in the error.
+
+    The client read neither, fell back to the sandbox's host, and said only "no
+    credentials" or "could not connect to the service".
+    """
+    secret = f"key-{os.urandom(8).hex()}"
+    for name in [n for n in os.environ if n.startswith("CONTRACTSDK_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("CONTRACTSDK_APIKEY", secret)
+    monkeypatch.setenv("CONTRACTSDK_BASEURL", "http://127.0.0.1:9")
+    monkeypatch.setenv("CONTRACTSDK_USER_ID", "7")  # the sandbox's, read by examples
+    monkeypatch.setenv("CONTRACTSDK_TEST_LOOP", "uvloop")  # the test suite's
+    monkeypatch.setattr("contractsdk._config._WARNED", set())
+    assert misspelt_env_vars() == [
+        "CONTRACTSDK_APIKEY is set, but no setting of contractsdk has that name (did you "
+        "mean CONTRACTSDK_API_KEY?)",
+        "CONTRACTSDK_BASEURL is set, but no setting of contractsdk has that name (did you "
+        "mean CONTRACTSDK_BASE_URL?)",
+    ]
+    with caplog.at_level(logging.WARNING, logger="contractsdk"):
+        for _ in range(2):
+            with pytest.raises(ConfigurationError, match="did you mean CONTRACTSDK_API_KEY") as e:
+                ContractClient()
+            assert secret not in str(e.value)
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 2 and all(secret not in line for line in warned)  # once each
+    assert "CONTRACTSDK_BASE_URL?" in warned[1]

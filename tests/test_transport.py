@@ -102,6 +102,24 @@ async def test_aiohttp_errors_are_translated(
     assert type(error) is expected
     assert error.method == "GET" and error.url == "/v1/users/1"  # the path, as APIError's
     assert isinstance(error.__cause__, type(raised))  # chained, but not leaked as the type
+    if isinstance(error, ConnectError | ConnectTimeoutError):
+        # Where it tried: a mistyped base URL (or none set) said only "the service".
+        assert f"{BASE.split('//')[1].split('/')[0]}:" in str(error)
+
+
+async def test_a_connection_error_names_the_host_and_port_it_tried() -> None:
+    """Connecting nowhere names the host and port, the default port when none is given."""
+    for base, shown in [
+        ("http://127.0.0.1:9", "could not connect to 127.0.0.1:9: "),
+        ("http://[::1]:9", "could not connect to [::1]:9: "),
+    ]:
+        transport = AiohttpTransport()
+        try:
+            with pytest.raises(ConnectError) as caught:
+                await transport.handle_async_request(Request(method="GET", url=f"{base}/v1/x"))
+        finally:
+            await transport.aclose()
+        assert str(caught.value).startswith(shown), str(caught.value)
 
 
 async def test_client_over_aioresponses_with_sample_terms() -> None:
