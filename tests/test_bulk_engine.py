@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from contractsdk import AuthenticationError, ConfigurationError, Request, Response
+from contractsdk import AuthenticationError, ConfigurationError, ConnectError, Request, Response
 from contractsdk.bulk import BulkJob, IterableSource, JournalError, RowOutcome, SourceRow
 from contractsdk.bulk._journal import Journal
 from contractsdk.bulk._readers import CHUNK_ROWS
@@ -209,6 +209,41 @@ async def test_a_creator_the_service_does_not_know_is_refused_before_any_row() -
         with pytest.raises(ConfigurationError, match="User with id 99999 not found"):
             await collect(job_for(client, list(rows(5)), created_by=99999))
     assert service.posts == []
+
+
+async def test_a_service_gone_mid_run_stops_the_job_with_rows_left_pending(
+    tmp_path: Path,
+) -> None:
+    """Creates that cannot connect, ten in a row: the job stops; unsent rows stay pending.
+
+    The job went on sending every row to a service that had gone, a few seconds each
+    with the client's retries (a walkthrough's sat at 80 of 600 rows for 25 s, then
+    failed the other 520); and a run with the service back resumes them all.
+    """
+    service = FaultyService()
+    gone = {"on": True}
+
+    def after_six(request: Request) -> Response | None:
+        if gone["on"] and len(service.posts) > 6:
+            raise ConnectError("could not connect to 127.0.0.1:9: refused (test)")
+        return None
+
+    service.before_create = after_six
+    path = tmp_path / "job.db"
+    async with client_for(service) as client:
+        job = job_for(client, list(rows(60)), journal=path, concurrency=2)
+        with pytest.raises(ConnectError, match=r"127\.0\.0\.1:9"):
+            await collect(job)
+        summary = job.summary
+        assert summary is not None
+        assert summary.created == 6
+        assert 10 <= summary.failed <= 12  # the ten in a row, and those already sent
+        assert summary.pending == 60 - summary.created - summary.failed
+        gone["on"] = False
+        again = await collect(job_for(client, list(rows(60)), journal=path, concurrency=2))
+    assert by_state(again) == {"created": 60}
+    assert sum(o.skipped for o in again) == 6  # made by the first run
+    assert sorted(service.names()) == sorted(row["contract_name"] for row in rows(60))
 
 
 async def test_retryable_failures_get_more_rounds() -> None:
