@@ -1,14 +1,17 @@
-"""`contractsdk sandbox`'s arguments: a port out of range, the help's defaults, a port taken."""
+"""`contractsdk sandbox`'s arguments: a port out of range, the defaults, a wildcard host."""
 
 from __future__ import annotations
 
+import re
 import socket
 from collections.abc import Iterator
 
 import pytest
 
+from contractsdk import ContractClient
 from contractsdk.cli import main
-from contractsdk.sandbox import run_main
+from contractsdk.sandbox import SandboxServer, run_main
+from contractsdk.sandbox._cli import _describe
 
 
 @pytest.mark.parametrize("port", ["99999", "65536", "-1"])
@@ -69,3 +72,55 @@ def test_a_port_taken_suggests_port_0(taken_port: int, capsys: pytest.CaptureFix
         "; try --port 0 for a free port (it is printed once the emulator starts)"
     )
     assert "Traceback" not in captured.err
+
+
+def _has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("0.0.0.0", "127.0.0.1"),
+        ("", "127.0.0.1"),
+        pytest.param(
+            "::",
+            "[::1]",
+            marks=pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback"),
+        ),
+    ],
+)
+async def test_a_wildcard_host_prints_a_url_this_machine_can_use(host: str, loopback: str) -> None:
+    """`--host 0.0.0.0` (or `::`, or empty): the URL printed is the loopback one, which works.
+
+    It printed `export CONTRACTSDK_BASE_URL=http://0.0.0.0:8095`, which the SDK refuses
+    ("plain http to a remote host"); the banner now says it listens on all interfaces.
+    """
+    async with SandboxServer(host, 0) as server:
+        text = _describe(server)
+        exported = dict(re.findall(r"export (CONTRACTSDK_\w+)=(\S+)", text))
+        base_url = exported["CONTRACTSDK_BASE_URL"]
+        assert re.fullmatch(rf"http://{re.escape(loopback)}:\d+", base_url), base_url
+        assert base_url == server.url
+        assert f"URL           {base_url}\n" in text
+        assert f"POST {base_url}/oauth/token" in text
+        listening = next(line for line in text.splitlines() if "Listening on" in line)
+        assert "all " in listening and "interfaces" in listening
+        assert "this machine's address" in listening
+        assert "0.0.0.0" not in text
+        user = server.users[0]
+        async with ContractClient(api_key=exported["CONTRACTSDK_API_KEY"], base_url=base_url) as c:
+            assert (await c.users.get(user.id)).id == user.id
+
+
+async def test_a_loopback_host_says_nothing_of_other_interfaces() -> None:
+    """The default host (127.0.0.1) prints its URL as before, without a "Listening on" line."""
+    async with SandboxServer("127.0.0.1", 0) as server:
+        text = _describe(server)
+    assert "Listening on" not in text
+    assert "all interfaces" not in text

@@ -42,10 +42,18 @@ from contractsdk.bulk import (
     resolve_team,
 )
 from contractsdk.bulk._example import to_jsonl
+from contractsdk.bulk._journal import Journal
 from contractsdk.bulk._parties import parties_from_flags
 from contractsdk.bulk._readers import input_format
 from contractsdk.cli._app import argument, cli, numeric_id, runs
-from contractsdk.cli._bulk_output import LISTED, show_plan, show_status, show_summary
+from contractsdk.cli._bulk_output import (
+    LISTED,
+    exists_already,
+    more_line,
+    show_plan,
+    show_status,
+    show_summary,
+)
 from contractsdk.cli._output import console, write_file
 from contractsdk.cli._progress import ProgressView, handle_interrupts
 from contractsdk.cli._resources import make_client
@@ -173,22 +181,58 @@ def _check_report(path: str | None, job: BulkJob) -> None:
             )
 
 
+def _exists_already(outcome: RowOutcome) -> bool:
+    """Whether a row is invalid only because its team has its contract, made elsewhere."""
+    return outcome.state == "invalid" and exists_already("\n".join(outcome.reasons))
+
+
 async def _drive(job: BulkJob, args: argparse.Namespace, *, retry: bool) -> int:
-    """Run a job (or its retry) with progress, report and Ctrl-C handling; return the exit code."""
+    """Run a job (or its retry) with progress, report and Ctrl-C handling; return the exit code.
+
+    The journal's line and the progress start with the run's first outcome: until then
+    the job checks its team, template and columns, and a refusal (a template not found, a
+    journal that cannot be opened, an unknown column) is then the only thing said.
+    """
     await asyncio.to_thread(_check_report, args.report, job)
-    progress = ProgressView(job, console(stderr=True), enabled=not args.quiet)
+    out = console(stderr=True)
+    progress = ProgressView(job, out, enabled=not args.quiet)
     listed: list[RowOutcome] = []
+    problems = 0  # rows to list (failed, invalid, unknown, incomplete): the first are listed
+    existing = 0  # invalid rows whose contract exists, made outside this journal
     said = False  # the report's failure, once
+    announced = False
+    drawer: asyncio.Task[None] | None = None
+
+    def announce() -> None:
+        nonlocal announced
+        if not announced and not retry and job.journal is not None and not args.quiet:
+            click.echo(f"journal: {job.journal} (job {job.job_id})", err=True)
+        announced = True
+
     with (
         _report_file(args.report) as report,
-        progress,
+        contextlib.ExitStack() as shown,
         handle_interrupts(job, progress) as interrupts,
     ):
-        drawer = asyncio.create_task(progress.run())
+        waiting = None
+        if progress.enabled and out.is_terminal:  # a terminal sees the checks are under way
+            waiting = shown.enter_context(out.status(_checking(retry)))
+
+        def start() -> None:
+            nonlocal drawer
+            if drawer is not None:
+                return
+            if waiting is not None:
+                waiting.stop()  # one live display at a time: the bar replaces it
+            announce()
+            shown.enter_context(progress)
+            drawer = asyncio.create_task(progress.run())
+
         try:
             outcomes = job.retry() if retry else job.run()
             async with contextlib.aclosing(outcomes):  # type: ignore[type-var]  # an async generator
                 async for outcome in outcomes:
+                    start()
                     progress.seen(outcome)
                     if report is not None and not report.write(outcome) and not said:
                         # As for Ctrl-C: no new request, those in flight are journaled.
@@ -199,26 +243,30 @@ async def _drive(job: BulkJob, args: argparse.Namespace, *, retry: bool) -> int:
                             f"error: {report.problem()}; stopping (run the command again, "
                             "with another --report, to continue)"
                         )
-                    listable = outcome.state in ("invalid", "failed", "sending")
-                    if (listable or outcome.incomplete) and len(listed) < LISTED:
-                        listed.append(outcome)
+                    if outcome.state in ("invalid", "failed", "sending") or outcome.incomplete:
+                        problems += 1
+                        if len(listed) < LISTED:
+                            listed.append(outcome)
+                    existing += _exists_already(outcome)
         except asyncio.CancelledError:
             if not interrupts["signal"]:
                 raise
         finally:
-            drawer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await drawer
+            if drawer is not None:
+                drawer.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await drawer
+    announce()  # a run without any outcome (no rows, or stopped before the first)
     if report is not None and report.error is not None and not said:
         click.echo(f"error: {report.problem()}", err=True)  # its last line, at close
     summary = job.summary
     assert summary is not None
     if not retry and not interrupts["signal"]:
         _say_if_no_rows(args, summary.rows)
-    show_summary(args, summary, listed)
+    show_summary(args, summary, listed, more=_more(problems - len(listed), args, job.journal))
     report_failed = report is not None and report.error is not None
     if not getattr(args, "json", False) and not report_failed:  # that error says what next
-        _say_what_is_next(summary, job.journal)
+        _say_what_is_next(summary, job.journal, existing=existing)
     if interrupts["signal"]:
         return 128 + interrupts["signal"]  # 130 for Ctrl-C, 143 for SIGTERM
     if report_failed:
@@ -226,17 +274,49 @@ async def _drive(job: BulkJob, args: argparse.Namespace, *, retry: bool) -> int:
     return _exit_code(summary)
 
 
-def _say_what_is_next(summary: BulkSummary, journal: Path | None) -> None:
-    """Say on stderr how to finish the rows a run left undone (``next: ...`` lines)."""
+def _checking(retry: bool) -> str:
+    """What a run does before its first outcome, shown on a terminal until then."""
+    if retry:
+        return "checking the job's team and template before sending…"
+    return "checking the team, template and columns before sending…"
+
+
+def _more(count: int, args: argparse.Namespace, journal: Path | None) -> str | None:
+    """The line under a list of rows cut at its first ones: how many more, and where."""
+    if count <= 0:
+        return None
+    if args.report is not None:
+        where = f"--report {shlex.quote(args.report)} has every row"
+    elif journal is not None:
+        shown = count + LISTED
+        where = (
+            f"`contractsdk bulk status {shlex.quote(str(journal))} --limit {shown}` lists "
+            "them, or --report FILE writes every row"
+        )
+    else:
+        where = "--report FILE writes every row"
+    return more_line(count, where)
+
+
+def _say_what_is_next(summary: BulkSummary, journal: Path | None, *, existing: int = 0) -> None:
+    """Say on stderr how to finish the rows a run left undone (``next: ...`` lines).
+
+    ``existing`` of the invalid rows name contracts their team has already, made outside
+    this journal: fixing them is not the way; there may be nothing to do.
+    """
     if summary.dry_run:
         return
     left = summary.failed + summary.unknown + summary.incomplete
-    if journal is not None and summary.invalid:
+    to_fix = summary.invalid - existing
+    if journal is not None and to_fix > 0:
+        which = f"the other {to_fix:,} invalid rows" if existing else "the invalid rows"
         click.echo(
-            "next: fix the invalid rows in the file and run the same command again (the "
+            f"next: fix {which} in the file and run the same command again (the "
             "journal skips the rows done)",
             err=True,
         )
+    if existing:
+        click.echo(f"next: {_existing_advice(existing, journal is not None)}", err=True)
     if not left and not summary.pending:
         return
     if journal is None:
@@ -247,7 +327,7 @@ def _say_what_is_next(summary: BulkSummary, journal: Path | None) -> None:
         )
         return
     where = shlex.quote(str(journal))
-    if summary.pending and not summary.invalid:  # the line above says it
+    if summary.pending and not to_fix:  # the line above says it
         click.echo(
             "next: run the same command again to send the rows not sent (the journal "
             "skips those done)",
@@ -260,6 +340,28 @@ def _say_what_is_next(summary: BulkSummary, journal: Path | None) -> None:
             "adds missing parties",
             err=True,
         )
+
+
+def _existing_advice(
+    count: int, journal: bool, *, again: str = "run the same command again"
+) -> str:
+    """What to do about invalid rows whose contracts exist, made outside this journal."""
+    made = (
+        "made outside this journal (by a run with another journal or none, or by hand)"
+        if journal
+        else "made before this run (--no-journal keeps no record of earlier runs)"
+    )
+    if count == 1:
+        return (
+            f"the contract of 1 invalid row exists already, {made}: nothing to do if it is "
+            "this row's contract (remove the row from the file); if not, rename the row and "
+            f"{again}"
+        )
+    return (
+        f"the contracts of {count:,} invalid rows exist already, {made}: nothing to do if "
+        "they are these rows' contracts (remove the rows from the file); if not, rename "
+        f"the rows and {again}"
+    )
 
 
 def _exit_code(summary: BulkSummary) -> int:
@@ -359,7 +461,8 @@ async def _dry_run(args: argparse.Namespace, job: BulkJob) -> int:
     if report is not None and report.error is not None:
         click.echo(f"error: {report.problem()}", err=True)
     _say_if_no_rows(args, plan.rows)
-    show_plan(args, plan, listed)
+    # Nothing is journaled in a dry run: the rows not listed are only in a report.
+    show_plan(args, plan, listed, more=_more(plan.invalid - len(listed), args, None))
     if report is not None and report.error is not None:
         return 2
     return 3 if plan.invalid else 0
@@ -437,6 +540,22 @@ def _run_options(handler: F) -> F:
     return handler
 
 
+def _one_journal_choice(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Refuse ``--journal FILE`` with ``--no-journal`` (a usage error, exit 2).
+
+    Given both, the run went without a journal, silently: no resume, no retry. click reads
+    the options in the order they are given, so the second one given sees the first.
+    """
+    other = "no_journal" if param.name == "journal" else "journal"
+    if value and ctx.params.get(other):
+        raise click.UsageError(
+            "give --journal FILE or --no-journal, not both (without a journal a job "
+            "cannot be resumed or retried)",
+            ctx,
+        )
+    return value
+
+
 # -- the commands ----------------------------------------------------------------------
 
 
@@ -486,8 +605,15 @@ def _run_options(handler: F) -> F:
 @click.option("--team-column", metavar="COL", help="A column of team ids.")
 @click.option("--contract-type-column", metavar="COL", help="A column of contract type ids.")
 @click.option("--template-column", metavar="COL", help="A column of template ids.")
-@click.option("--journal", metavar="FILE", help="The journal (default: FILE.journal.db).")
-@click.option("--no-journal", is_flag=True, help="No journal (and no resume).")
+@click.option(
+    "--journal",
+    metavar="FILE",
+    callback=_one_journal_choice,
+    help="The journal (default: FILE.journal.db).",
+)
+@click.option(
+    "--no-journal", is_flag=True, callback=_one_journal_choice, help="No journal (and no resume)."
+)
 @click.option("--dry-run", is_flag=True, help="Validate and estimate; send nothing.")
 @click.option("--require-all", is_flag=True, help="Refuse rows with unanswered terms.")
 @_run_options
@@ -503,8 +629,6 @@ async def bulk_create(args: argparse.Namespace) -> int:
         job = await _make_job(args, client)
         if args.dry_run:
             return await _dry_run(args, job)
-        if job.journal is not None and not args.quiet:
-            click.echo(f"journal: {job.journal} (job {job.job_id})", err=True)
         try:
             return await _drive(job, args, retry=False)
         except UnknownColumnsError as exc:
@@ -557,7 +681,83 @@ async def bulk_retry(args: argparse.Namespace) -> int:
             rounds=args.rounds,
             round_delay=args.round_delay,
         )
+        nothing = await _nothing_to_retry(args, job)
+        if nothing is not None:
+            return nothing
         return await _drive(job, args, retry=True)
+
+
+async def _nothing_to_retry(args: argparse.Namespace, job: BulkJob) -> int | None:
+    """When no row of the journal is for ``bulk retry``, say so and why; no run is started.
+
+    A run would send nothing, and only add an empty run to the journal. Returns the exit
+    code (3 when invalid rows are left to mend, as ``bulk create`` exits), or None when
+    there are rows to retry, or when another process runs the job (the run says so).
+    """
+    status = await read_status(args.journal, limit=0)
+    counts = status.counts
+    unfinished = counts["pending"] + counts["sending"] + counts["failed"]
+    if status.running or unfinished or status.incomplete_count:
+        return None
+    await asyncio.to_thread(_check_report, args.report, job)
+    with _report_file(args.report):
+        pass  # no row: an empty report, as for a run of no rows
+    to_fix, existing, superseded = await asyncio.to_thread(_invalid_rows, args.journal)
+    invalid = to_fix + existing
+    if not (counts["created"] or invalid or superseded):
+        why = "the journal has no rows"
+    else:
+        counted = [
+            f"{count:,} {what}"
+            for count, what in (
+                (counts["created"], "created"),
+                (invalid, "invalid"),
+                (superseded, "superseded by a changed row"),
+            )
+            if count
+        ]
+        lacks = ", lacks a party" if job.spec.parties else ""
+        why = f"no row failed, is unknown{lacks} or was not sent ({', '.join(counted)})"
+    click.echo(f"nothing to retry: {why}", err=True)
+    if getattr(args, "json", False):
+        show_summary(args, BulkSummary(job_id=job.job_id, run=0), [])
+    else:
+        again = "run `contractsdk bulk create` again with the same options"
+        if to_fix:
+            which = "invalid row" if to_fix == 1 else f"{to_fix:,} invalid rows"
+            which = f"the other {which}" if existing else f"the {which}"
+            click.echo(
+                f"next: fix {which} in the file and {again} (bulk retry does not read the file)",
+                err=True,
+            )
+        if existing:
+            click.echo(f"next: {_existing_advice(existing, True, again=again)}", err=True)
+    return 3 if to_fix or existing else 0
+
+
+def _invalid_rows(journal: str) -> tuple[int, int, int]:
+    """Count a journal's invalid rows: to fix, whose contract exists already, superseded.
+
+    A superseded row is the old version of a row changed since (``bulk/_journal.py``):
+    nothing to do about it.
+    """
+    opened = Journal.connect(journal, readonly=True)
+    try:
+        to_fix = existing = superseded = 0
+        after = ""
+        while page := opened.records(("invalid",), after=after, limit=512):
+            for record in page:
+                error = record.error or ""
+                if error.startswith("superseded by row "):
+                    superseded += 1
+                elif exists_already(error):
+                    existing += 1
+                else:
+                    to_fix += 1
+            after = page[-1].key
+        return to_fix, existing, superseded
+    finally:
+        opened.close()
 
 
 @runs(bulk, "example", json_output=False)

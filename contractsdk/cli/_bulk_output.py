@@ -6,6 +6,8 @@ Each is a table for people, or JSON with ``--json``, on stdout.
 from __future__ import annotations
 
 import argparse
+import re
+import shlex
 from typing import Any
 
 import click
@@ -13,10 +15,34 @@ import click
 from contractsdk.bulk import BulkPlan, BulkSummary, JournalStatus, RowOutcome
 from contractsdk.cli._output import console, dump_json, print_pairs, print_table
 
-__all__ = ["LISTED", "show_plan", "show_status", "show_summary"]
+__all__ = [
+    "LISTED",
+    "exists_already",
+    "more_line",
+    "show_plan",
+    "show_status",
+    "show_summary",
+]
 
 #: How many failures and invalid rows ``status`` and the summary list.
 LISTED = 20
+
+#: Why a row is invalid when its team has a contract of its name that the job's journal
+#: did not make (``bulk/_admit.py``): made by a run with another journal (or none), or by
+#: hand. Fixing the row is not the way out: its contract exists already.
+_EXISTS = re.compile(
+    r"team \d+ already has a contract named .* that this job's journal did not create"
+)
+
+
+def exists_already(reasons: str) -> bool:
+    """Whether an invalid row's reasons are only that its contract exists, made elsewhere."""
+    return "\n" not in reasons and _EXISTS.match(reasons) is not None
+
+
+def more_line(count: int, where: str) -> str:
+    """The line under a list cut at its first rows: ``… and 37 more (where they are)``."""
+    return f"… and {count:,} more ({where})"
 
 
 def _problem(outcome: RowOutcome) -> str:
@@ -36,8 +62,17 @@ def _where(outcome: RowOutcome) -> str:
     return f"line {outcome.line}" if outcome.line is not None else f"row {outcome.row}"
 
 
-def show_summary(args: argparse.Namespace, summary: BulkSummary, listed: list[RowOutcome]) -> None:
-    """Print a run's summary, after the rows it lists (failed, invalid, unknown, incomplete)."""
+def show_summary(
+    args: argparse.Namespace,
+    summary: BulkSummary,
+    listed: list[RowOutcome],
+    *,
+    more: str | None = None,
+) -> None:
+    """Print a run's summary, after the rows it lists (failed, invalid, unknown, incomplete).
+
+    ``more`` is the line that says how many rows the list leaves out (:func:`more_line`).
+    """
     if getattr(args, "json", False):
         dump_json({"summary": summary.to_json(), "problems": [o.to_json() for o in listed]})
         return
@@ -46,6 +81,8 @@ def show_summary(args: argparse.Namespace, summary: BulkSummary, listed: list[Ro
             ["where", "state", "name", "problem"],
             [(_where(o), _state(o), o.name, _problem(o)) for o in listed],
         )
+        if more is not None:
+            click.echo(more)
         console().print()
     rows: list[tuple[str, object]] = [
         ("job", summary.job_id),
@@ -70,8 +107,14 @@ def show_summary(args: argparse.Namespace, summary: BulkSummary, listed: list[Ro
     print_pairs(rows)
 
 
-def show_plan(args: argparse.Namespace, plan: BulkPlan, listed: list[RowOutcome]) -> None:
-    """Print a dry run's plan, after the invalid rows it lists."""
+def show_plan(
+    args: argparse.Namespace,
+    plan: BulkPlan,
+    listed: list[RowOutcome],
+    *,
+    more: str | None = None,
+) -> None:
+    """Print a dry run's plan, after the invalid rows it lists (``more``: as for a summary)."""
     if getattr(args, "json", False):
         dump_json({"plan": plan.to_json(), "invalid": [o.to_json() for o in listed]})
         return
@@ -79,6 +122,8 @@ def show_plan(args: argparse.Namespace, plan: BulkPlan, listed: list[RowOutcome]
         print_table(
             ["where", "name", "problem"], [(_where(o), o.name, _problem(o)) for o in listed]
         )
+        if more is not None:
+            click.echo(more)
         console().print()
     if plan.estimated_seconds is None:
         estimate = "unknown (no write rate known)"
@@ -163,6 +208,8 @@ def show_status(args: argparse.Namespace, status: JournalStatus) -> None:
             [(r.row, r.state, r.name, r.attempts, r.error) for r in status.unfinished],
             out=out,
         )
+        unfinished = sum(status.counts[state] for state in ("failed", "sending", "pending"))
+        _say_more(args, unfinished, len(status.unfinished))
     if status.incomplete:
         say()
         say(
@@ -174,14 +221,37 @@ def show_status(args: argparse.Namespace, status: JournalStatus) -> None:
             [(row, contract, what) for _key, row, contract, what in status.incomplete],
             out=out,
         )
+        _say_more(args, status.incomplete_count, len(status.incomplete))
     if status.invalid:
         say()
-        say("invalid in the latest run (fix the input and run `bulk create` again):")
+        existing = sum(exists_already(r.error or "") for r in status.invalid)
+        if not existing:
+            advice = "fix the input and run `bulk create` again"
+        elif existing == len(status.invalid) == status.latest_counts["invalid"]:
+            advice = (
+                "their contracts exist already, made outside this journal: nothing to do if "
+                "they are these rows' contracts, else rename the rows and run `bulk create` "
+                "again"
+            )
+        else:
+            advice = (
+                "fix the input and run `bulk create` again; a row whose contract exists "
+                "already, made outside this journal, may need nothing"
+            )
+        say(f"invalid in the latest run ({advice}):")
         print_table(
             ["row", "line", "name", "reasons"],
             [(r.row, r.line, r.name, (r.error or "").replace("\n", "; ")) for r in status.invalid],
             out=out,
         )
+        _say_more(args, status.latest_counts["invalid"], len(status.invalid))
+
+
+def _say_more(args: argparse.Namespace, total: int, shown: int) -> None:
+    """Under a section of ``bulk status`` cut at ``--limit``: how many more, how to see them."""
+    if total > shown:
+        command = f"contractsdk bulk status {shlex.quote(str(args.journal))} --limit {total}"
+        click.echo(more_line(total - shown, f"`{command}` lists them"))
 
 
 def _outcome(run: dict[str, Any], status: JournalStatus, latest: int | None) -> str | None:

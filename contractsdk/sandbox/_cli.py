@@ -120,6 +120,16 @@ def build_parser(prog: str = "python -m contractsdk.sandbox") -> argparse.Argume
     return parser
 
 
+def _interfaces(server: SandboxServer) -> str:
+    """The line saying that a server on a wildcard host is reachable from elsewhere too."""
+    loopback = server.url.split("//", 1)[1].rsplit(":", 1)[0]
+    family = "IPv6 " if loopback.startswith("[") else ""  # ``::`` listens on IPv6 only
+    return (
+        f"all {family}interfaces: from another machine, use this machine's address "
+        f"instead of {loopback}"
+    )
+
+
 def _describe(server: SandboxServer) -> str:
     limits = server.limits
 
@@ -132,6 +142,7 @@ def _describe(server: SandboxServer) -> str:
         "not real secrets",
         "",
         f"  URL           {server.url}",
+        *([f"  Listening on  {_interfaces(server)}"] if server.all_interfaces else []),
         f"  API keys      {server.api_keys[0]}",
         *(f"                {key}" for key in server.api_keys[1:]),
         f"  OAuth token   POST {server.token_url}  (grant_type=client_credentials)",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from collections.abc import Iterable
 from types import TracebackType
@@ -17,6 +18,14 @@ from ._seed import Seed, SeedTeam, SeedUser
 from ._store import SandboxState
 
 
+def _unspecified(address: str) -> bool:
+    """Whether a bound address is a wildcard (``0.0.0.0``, ``::``): every interface."""
+    try:
+        return ipaddress.ip_address(address).is_unspecified
+    except ValueError:  # not an IP address (aiohttp reports the bound one): not a wildcard
+        return False
+
+
 class SandboxServer:
     """Run the Contract Service emulator on a local port.
 
@@ -29,7 +38,8 @@ class SandboxServer:
                 ...
 
     Args:
-        host: The interface to listen on.
+        host: The interface to listen on; a wildcard (``0.0.0.0``, ``::``, ``""``) listens
+            on every interface, and :attr:`url` is then the loopback address.
         port: The port; 0 picks a free one (read it back from :attr:`url`).
         seed: Seed of the data and credentials.
         read_rate: Reads per second per principal; None means unlimited.
@@ -82,6 +92,7 @@ class SandboxServer:
         self._emulator: Emulator = self._app[EMULATOR_KEY]
         self._runner: web.AppRunner | None = None
         self._url: str | None = None
+        self._all_interfaces = False
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -107,10 +118,20 @@ class SandboxServer:
         except BaseException:
             await runner.cleanup()
             raise
-        host, port = runner.addresses[0][:2]
+        # A host of both families ("", "localhost") binds one socket each, in no set order
+        # (and, for port 0, each on its own port): the IPv4 one is named.
+        host, port = min((address[:2] for address in runner.addresses), key=lambda a: ":" in a[0])
         self._runner = runner
+        # A wildcard address is where the server listens, not one a client can reach (and
+        # the SDK refuses plain http to any host but a loopback one): this machine reaches
+        # it at the loopback address of the same family.
+        self._all_interfaces = _unspecified(host)
+        if self._all_interfaces:
+            host = "::1" if ":" in host else "127.0.0.1"
         self._url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
-        if self._emulator.config.base_url is None:
+        if self._emulator.config.base_url is None and not self._all_interfaces:
+            # On every interface, each client reaches it by its own name for this machine:
+            # hrefs then follow each request's Host.
             self._emulator.base_url = self._url
 
     async def close(self) -> None:
@@ -138,12 +159,24 @@ class SandboxServer:
     def url(self) -> str:
         """The base URL, e.g. ``http://127.0.0.1:54321`` (paths start with ``/v1``).
 
+        For a server on every interface, the loopback address (``http://127.0.0.1:…``, or
+        ``http://[::1]:…`` for ``::``): a URL of ``0.0.0.0`` reaches nothing.
+
         Raises:
             RuntimeError: before :meth:`start` and after :meth:`close`.
         """
         if self._url is None:
             raise RuntimeError("SandboxServer is not running; use 'async with' or start()")
         return self._url
+
+    @property
+    def all_interfaces(self) -> bool:
+        """True when the server listens on every interface (a wildcard ``host``).
+
+        :attr:`url` is then the loopback address; other machines reach the server at this
+        machine's own name or address.
+        """
+        return self._all_interfaces
 
     @property
     def token_url(self) -> str:
