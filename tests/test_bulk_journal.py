@@ -88,6 +88,9 @@ def test_a_file_that_is_not_a_journal_is_refused(tmp_path: Path) -> None:
     sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
     with pytest.raises(JournalError, match=r"no journal|not a bulk journal"):
         Journal.connect(other, readonly=True)
+    # `bulk status DIR`: SQLite's own "disk I/O error" said nothing of what was wrong.
+    with pytest.raises(JournalError, match="is a directory, not a journal file"):
+        Journal.connect(tmp_path, readonly=True)
 
 
 def _open_files(path: Path) -> int:

@@ -122,6 +122,8 @@ class Journal:
             if readonly:
                 if not target.exists():
                     raise JournalError(f"no journal at {target}")
+                if target.is_dir():  # SQLite's own words: "disk I/O error"
+                    raise JournalError(f"{target} is a directory, not a journal file")
                 uri = f"{target.resolve().as_uri()}?mode=ro"
                 db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
             else:
