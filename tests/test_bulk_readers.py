@@ -73,11 +73,94 @@ async def test_csv_unclosed_quote_at_the_end_is_a_problem(tmp_path: Path) -> Non
     assert "malformed CSV" in (rows[1].problem or "")
 
 
-async def test_csv_bad_utf8_spoils_only_its_line(tmp_path: Path) -> None:
-    """Bytes that are not UTF-8 make their own row a problem, not the file."""
-    content = b"a,b\n1,2\n\xff\xfe,3\n4,5\n"
-    rows = await read_all(CsvSource(write(tmp_path, "latin.csv", content)))
-    assert [r.problem for r in rows] == [None, "line 3: not valid UTF-8", None]
+async def test_csv_bad_utf8_in_a_utf8_file_spoils_only_its_line(tmp_path: Path) -> None:
+    """In a file that is UTF-8 elsewhere, bytes that are not make their own row a problem."""
+    content = "a,b\n1,£2\n".encode() + b"\xa33,3\n4,5\n"
+    rows = await read_all(CsvSource(write(tmp_path, "mixed.csv", content)))
+    assert [r.problem for r in rows] == [
+        None,
+        "line 3: the byte 0xA3 ('£' in Windows-1252) is not UTF-8, unlike the rest of the "
+        "file: retype this line's special characters (they were saved in another encoding)",
+        None,
+    ]
+    assert rows[0].data == {"a": "1", "b": "£2"}
+
+
+async def test_a_file_in_another_encoding_is_refused_once_with_how_to_save_it(
+    tmp_path: Path,
+) -> None:
+    """A CSV saved by Excel in Windows-1252 ('£' on every row) is one error, not N bad rows.
+
+    Each row was invalid, "line 2 - line 2: not valid UTF-8" in the summary, with no word
+    of what to do. Now opening it says where, what it is, and how to save it as UTF-8.
+    """
+    text = "reference,contract_name,rent\n" + "".join(f"A{i},Flat {i},£9{i}0\n" for i in range(30))
+    path = write(tmp_path, "excel.csv", text.encode("cp1252"))
+    with pytest.raises(ConfigurationError) as caught:
+        await CsvSource(path).open()
+    message = str(caught.value)
+    assert message == (
+        f"{path} is not UTF-8 text: line 2 has the byte 0xA3 ('£' in Windows-1252), as do "
+        "29 other lines, so it was saved in another encoding. Save it as UTF-8 (in Excel: "
+        'File > Save As, type "CSV UTF-8 (Comma delimited)")'
+    )
+    # A header that is not UTF-8 is refused the same way, even in a file UTF-8 elsewhere;
+    # a JSONL file is told to be UTF-8, without Excel's words.
+    header = write(tmp_path, "h.csv", "référence,b\n".encode("cp1252") + "1,£\n".encode())
+    with pytest.raises(ConfigurationError, match=r"line 1 has the byte 0xE9 \('é'"):
+        await CsvSource(header).open()
+    jsonl = write(tmp_path, "r.jsonl", '{"rent": "£1"}\n'.encode("cp1252"))
+    with pytest.raises(ConfigurationError, match=r"another encoding\. Save it as UTF-8$"):
+        await JsonlSource(jsonl).open()
+    # JSONL has no header: its first line, in a file UTF-8 elsewhere, is a row of its own.
+    mixed = '{"rent": "£1"}\n'.encode("cp1252") + '{"rent": "£2"}\n'.encode()
+    rows = await read_all(JsonlSource(write(tmp_path, "m.jsonl", mixed)))
+    assert (rows[0].problem or "").startswith("line 1: the byte 0xA3 ('£' in Windows-1252)")
+    assert rows[1].data == {"rent": "£2"}
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        ("a,b\n1,2\n".encode("utf-16"), "it starts with the bytes FF FE"),  # Excel's
+        ("a,b\n1,2\n".encode("utf-16-be"), "it has NUL bytes"),
+        (b"\xfe\xff" + "a,b\n".encode("utf-16-be"), "it starts with the bytes FE FF"),
+    ],
+    ids=["little-endian", "no-bom", "big-endian"],
+)
+async def test_a_utf16_file_is_refused_as_utf16(tmp_path: Path, content: bytes, why: str) -> None:
+    """Excel's "Unicode Text" (UTF-16) is named as such, not "the header is not UTF-8"."""
+    path = write(tmp_path, "u.csv", content)
+    with pytest.raises(ConfigurationError) as caught:
+        await CsvSource(path).open()
+    assert str(caught.value) == (
+        f'{path} looks like UTF-16 text ({why}, as Excel\'s "Unicode Text" does), not UTF-8. '
+        'Save it as UTF-8 (in Excel: File > Save As, type "CSV UTF-8 (Comma delimited)")'
+    )
+
+
+async def test_a_workbook_is_refused_as_no_text(tmp_path: Path) -> None:
+    """An .xlsx renamed .csv (a zip file) is said to be one, not read as lines of bytes."""
+    path = write(tmp_path, "book.csv", b"PK\x03\x04\x14\x00\x06\x00" + bytes(range(256)))
+    with pytest.raises(ConfigurationError, match=r"is a zip file \(an Excel workbook\?\)"):
+        await CsvSource(path).open()
+
+
+async def test_utf8_with_a_bom_and_other_line_ends_is_read(tmp_path: Path) -> None:
+    """Excel's "CSV UTF-8" (a BOM, CRLF, '£') reads as it is; the rows are counted."""
+    text = "\ufeffreference,contract_name\r\nA1,Flat £1\r\nA2,Café\r\n"
+    source = CsvSource(write(tmp_path, "excel-utf8.csv", text.encode()))
+    await source.open()
+    assert await source.count() == 2
+    rows = await read_all(source)
+    assert [r.data for r in rows] == [
+        {"reference": "A1", "contract_name": "Flat £1"},
+        {"reference": "A2", "contract_name": "Café"},
+    ]
+    old_mac = CsvSource(write(tmp_path, "cr.csv", "a\r1\r2\xa3".encode()))
+    await old_mac.open()  # no line feed at all: still counted, and not one long line
+    assert await old_mac.count() == 2
+    assert [r.data for r in await read_all(old_mac)] == [{"a": "1"}, {"a": "2£"}]
 
 
 async def test_empty_files_are_refused(tmp_path: Path) -> None:
@@ -192,6 +275,32 @@ async def test_csv_open_quote_does_not_swallow_the_rows_after_it(tmp_path: Path)
     assert all("malformed CSV" in (r.problem or "") for r in rows if r.data is None)
 
 
+async def test_csv_quote_closed_lines_later_names_the_lines_it_joined(tmp_path: Path) -> None:
+    """A record a stray quote joins over lines, and then of the wrong width, names its lines.
+
+    Line 3 was in line 2's record: reported only as "line 2: expected 3 fields … found 2",
+    it was neither created nor named. A quote left open to the end of the file spoils its
+    own line only: the lines after it are rows (as the docs say).
+    """
+    text = 'reference,contract_name,notes\nA1,"Flat A,x\nA2,Flat B,x"\nA3,Flat C,y\n'
+    rows = await read_all(CsvSource(write(tmp_path, "j.csv", text)))
+    assert [(r.line, r.problem) for r in rows] == [
+        (
+            2,
+            "line 2: expected 3 fields (as in the header), found 2; lines 2 to 3 are one "
+            "record, joined by a quoted field (is a quote left open?)",
+        ),
+        (4, None),
+    ]
+    open_to_the_end = 'reference,contract_name\nA1,"Flat A\nA2,Flat B\n'
+    rows = await read_all(CsvSource(write(tmp_path, "o.csv", open_to_the_end)))
+    assert [(r.line, r.problem) for r in rows] == [
+        (2, "line 2: malformed CSV (unexpected end of data)"),
+        (3, None),
+    ]
+    assert rows[1].data == {"reference": "A2", "contract_name": "Flat B"}
+
+
 async def test_csv_quoted_line_breaks_still_make_one_row(tmp_path: Path) -> None:
     """A quoted field spanning lines is one row; the line numbers after it stay right."""
     rows = await read_all(CsvSource(write(tmp_path, "m.csv", 'a,b\n"x\ny",1\n2,3\n')))
@@ -268,9 +377,13 @@ async def test_iterable_rows_with_a_lone_surrogate_are_problems() -> None:
 
 async def test_csv_cannot_carry_a_lone_surrogate(tmp_path: Path) -> None:
     """A surrogate encoded in the bytes of a CSV is not UTF-8: its line is the problem."""
-    content = b"contract_name,x\nFlat \xed\xa0\x80 1,1\nFlat 2,2\n"
+    content = b"contract_name,x\nFlat \xed\xa0\x80 1,1\nFlat \xc3\xa9 2,2\n"
     rows = await read_all(CsvSource(write(tmp_path, "s.csv", content)))
-    assert [r.problem for r in rows] == ["line 2: not valid UTF-8", None]
+    assert (rows[0].problem or "").startswith(
+        "line 2: the bytes 0xED 0xA0 0x80 are not UTF-8, unlike the rest of the file"
+    )
+    assert rows[1].data == {"contract_name": "Flat é 2", "x": "2"}
+    rows[0].raw.encode("utf-8")  # what is kept of the line can be stored
 
 
 def test_input_format_reads_the_name() -> None:

@@ -130,6 +130,37 @@ def test_header_checks_mapped_key_and_match_columns() -> None:
     )
 
 
+@pytest.mark.parametrize(("separator", "name"), [(";", "semicolons"), ("\t", "tabs")])
+def test_a_header_separated_by_semicolons_or_tabs_is_named_so(separator: str, name: str) -> None:
+    """A CSV saved with ';' (Excel in much of Europe) reads as one column: said so, with what to do.
+
+    It was refused as missing its own columns ("has no column 'reference' (its columns:
+    reference;contract_name;…)"), or as one column that is no term, with no hint.
+    """
+    terms = small_termset()
+    header = [separator.join(["reference", "contract_name", "contract_rentFrequency", "x"])]
+    expected = (
+        f"t.csv looks separated by {name} ({separator!r}), not commas: its header is one "
+        "column that holds 4 columns ('reference', 'contract_name', 'contract_rentFrequency', "
+        "…). Save it comma-separated (Excel uses the list separator of the computer's region "
+        "settings; LibreOffice and Google Sheets can save with commas), or from Python read "
+        f"it with CsvSource(path, delimiter={separator!r})"
+    )
+    for columns, template_terms in [
+        (ColumnMap(key_column="reference"), terms),  # was: has no column 'reference'
+        (ColumnMap(), terms),  # was: 1 column is not a term
+        (ColumnMap(), None),  # a template per row; was: no column gives 'contract_name'
+    ]:
+        with pytest.raises(ConfigurationError) as caught:
+            columns.check_header(header, template_terms, match_term="contract_name", where="t.csv")
+        assert str(caught.value) == expected
+    # One column with a ';' in its name, and none of the expected ones: no such guess.
+    with pytest.raises(ConfigurationError, match="has no column 'reference'"):
+        ColumnMap(key_column="reference").check_header(
+            ["a;b"], terms, match_term="contract_name", where="t.csv"
+        )
+
+
 def test_target_ids_are_parsed_per_row() -> None:
     """A per-row target is a non-negative integer id."""
     assert parse_target_id(" 42 ", "team") == (42, None)

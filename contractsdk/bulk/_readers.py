@@ -5,12 +5,20 @@ costs the memory of one chunk. Files are read in a worker thread (``asyncio.to_t
 a chunk at a time, so a slow disk never stalls the event loop.
 
 A line that cannot be read (a CSV line with the wrong number of fields or bad quoting, a
-JSONL line that is not a JSON object, bytes that are not UTF-8, a JSON string escape that
-is no character or a JSON number too long to read) becomes a ``SourceRow`` with a
-``problem`` and its line number; the rows around it are read as usual (a CSV
-quote left open does not swallow the lines after it: they are read again as rows). Only what
-makes the whole input unusable is raised: a file that cannot be opened, an empty file, a
-CSV header with a blank or repeated column name.
+JSONL line that is not a JSON object, a JSON string escape that is no character or a JSON
+number too long to read) becomes a ``SourceRow`` with a ``problem`` and its line number;
+the rows around it are read as usual (a CSV quote left open does not swallow the lines
+after it: they are read again as rows). Only what makes the whole input unusable is
+raised: a file that cannot be opened, an empty file, a CSV header with a blank or repeated
+column name, and a file that is not UTF-8 text.
+
+Encodings: a file is read once, as bytes, when it is opened (the same pass that counts its
+lines). A file that is UTF-16 (a byte-order mark FF FE or FE FF, or NUL bytes: Excel's
+"Unicode Text"), a zip file (an Excel workbook), or has bytes that are not UTF-8 and no
+UTF-8 character beyond ASCII (a file saved in another encoding, such as Excel's
+Windows-1252 "CSV (Comma delimited)") is refused with one error saying how to save it: its
+rows would all be unreadable, or mean other characters. Only in a file that is UTF-8
+elsewhere are such bytes a problem of their own line.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import asyncio
 import csv
 import json
 import os
+import re
 import sys
 from collections import Counter
 from collections.abc import (
@@ -30,7 +39,7 @@ from collections.abc import (
     Sequence,
 )
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, BinaryIO, Literal, TextIO
 
 import attrs
 
@@ -89,11 +98,6 @@ def _take(rows: Iterator[SourceRow], count: int) -> list[SourceRow]:
         if len(chunk) >= count:
             break
     return chunk
-
-
-def _has_surrogates(text: str) -> bool:
-    # Undecodable bytes arrive as lone surrogates (the "surrogateescape" error handler).
-    return any("\udc80" <= char <= "\udcff" for char in text)
 
 
 def _lone_surrogate(text: str) -> str | None:
@@ -167,6 +171,159 @@ def _row_problem(data: Mapping[Any, Any]) -> str | None:
     return None
 
 
+#: Bytes read per step when a file is scanned.
+_SCAN_BLOCK = 1 << 20
+#: A line longer than this is scanned in parts (a file of one huge line must not be held).
+_SCAN_LINE = 1 << 22
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the line ends ``readline()`` knows (newline="")
+_NOT_UTF8 = re.compile("[\udc80-\udcff]+")  # undecodable bytes, as "surrogateescape" keeps them
+_WIDE_UTF8 = re.compile("[^\x00-\x7f\udc80-\udcff]")  # a character of several UTF-8 bytes
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _bytes_of(escaped: str) -> bytes:
+    """The bytes that ``surrogateescape`` kept as lone surrogates."""
+    return bytes(ord(char) - 0xDC00 for char in escaped)
+
+
+def _describe_bytes(raw: bytes) -> str:
+    """Name bytes that are not UTF-8; one byte also as the Windows-1252 character it is."""
+    if len(raw) != 1:
+        return (
+            "the bytes "
+            + " ".join(f"0x{byte:02X}" for byte in raw[:4])
+            + ("…" if len(raw) > 4 else "")
+        )
+    try:
+        char = raw.decode("cp1252")
+    except UnicodeDecodeError:  # 0x81, 0x8D, 0x8F, 0x90, 0x9D: no character there either
+        return f"the byte 0x{raw[0]:02X}"
+    return f"the byte 0x{raw[0]:02X} ({char!r} in Windows-1252)"
+
+
+def _not_utf8(texts: Iterable[str]) -> bytes | None:
+    """The first bytes that are not UTF-8 in texts read with "surrogateescape", or None."""
+    for text in texts:
+        found = _NOT_UTF8.search(text)
+        if found is not None:
+            return _bytes_of(found.group())
+    return None
+
+
+def _line_not_utf8(raw: bytes) -> str:
+    """The problem of a line with bytes that are not UTF-8, in a file that is UTF-8."""
+    return (
+        f"{_describe_bytes(raw)} {'is' if len(raw) == 1 else 'are'} not UTF-8, unlike the "
+        "rest of the file: retype this line's special characters (they were saved in "
+        "another encoding)"
+    )
+
+
+def _line_cut(data: bytes) -> int:
+    """Where to end a scanned part of a file: after its last line break.
+
+    A carriage return at the very end stays in the next part (its line feed may follow);
+    a part without a line break longer than ``_SCAN_LINE`` is cut before its last,
+    perhaps incomplete, UTF-8 sequence.
+    """
+    end = data.rfind(b"\n") + 1
+    if end:
+        return end
+    end = data.rfind(b"\r", 0, len(data) - 1) + 1
+    if end or len(data) <= _SCAN_LINE:
+        return end
+    end = len(data)
+    while end > len(data) - 3 and 0x80 <= data[end - 1] <= 0xBF:  # continuation bytes
+        end -= 1
+    return end - 1 if data[end - 1] >= 0xC0 else end  # before a sequence's lead byte
+
+
+def _line_breaks(part: bytes) -> int:
+    return part.count(b"\n") + part.count(b"\r") - part.count(b"\r\n")
+
+
+class _NotUtf8:
+    """The lines of a file with bytes that are not UTF-8, as a scan finds them."""
+
+    def __init__(self) -> None:
+        self.first: int | None = None  # the first such line
+        self.raw = b""  # its first run of such bytes
+        self.lines = 0  # how many lines have such bytes
+        self.wide = False  # whether the file has UTF-8 characters beyond ASCII
+
+    def look(self, part: bytes, before: int) -> None:
+        """Look at a part of the file (whole lines) that starts after ``before`` lines."""
+        if part.isascii():
+            return
+        try:
+            part.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        else:
+            self.wide = True
+            return
+        text = part.decode("utf-8", "surrogateescape")
+        self.wide = self.wide or _WIDE_UTF8.search(text) is not None
+        for offset, line in enumerate(_LINE_BREAK.split(text)):
+            found = _NOT_UTF8.search(line)
+            if found is None:
+                continue
+            self.lines += 1
+            if self.first is None:
+                self.first = before + offset + 1
+                self.raw = _bytes_of(found.group())
+
+
+def _scan(path: Path, handle: BinaryIO, hint: str, *, header: int) -> int:
+    """Read a file's bytes once: refuse one that is not UTF-8 text; return its line count.
+
+    Args:
+        path: The file, for messages.
+        handle: The file, opened for reading bytes.
+        hint: How to save the file as UTF-8.
+        header: How many lines the header takes (1 for CSV, 0 for JSONL).
+
+    Raises:
+        ConfigurationError: The file is UTF-16 (or has NUL bytes), a zip file, has bytes
+            that are not UTF-8 in its header, or has such bytes and no UTF-8 character
+            beyond ASCII (it was saved in another encoding).
+    """
+    head = handle.read(_SCAN_BLOCK)
+    if head.startswith(b"PK\x03\x04"):
+        raise ConfigurationError(f"{path} is a zip file (an Excel workbook?), not text. {hint}")
+    mark = next((bom for bom in (b"\xff\xfe", b"\xfe\xff") if head.startswith(bom)), None)
+    if mark is not None or b"\x00" in head[:4096]:
+        why = f"it starts with the bytes {mark.hex(' ').upper()}" if mark else "it has NUL bytes"
+        raise ConfigurationError(
+            f'{path} looks like UTF-16 text ({why}, as Excel\'s "Unicode Text" does), '
+            f"not UTF-8. {hint}"
+        )
+    found = _NotUtf8()
+    lines = 0  # line breaks before ``data``
+    last = head[-1:]
+    data = head.removeprefix(_UTF8_BOM)  # a BOM says UTF-8; it is no UTF-8 *text*
+    more = bool(head)
+    while True:
+        cut = _line_cut(data) if more else len(data)
+        part, data = data[:cut], data[cut:]
+        found.look(part, lines)
+        lines += _line_breaks(part)
+        if not more:
+            break
+        block = handle.read(_SCAN_BLOCK)
+        more = bool(block)
+        last = block[-1:] or last
+        data += block
+    if found.first is not None and (found.first <= header or not found.wide):
+        others = found.lines - 1
+        also = {0: "", 1: ", as does 1 other line"}.get(others, f", as do {others} other lines")
+        raise ConfigurationError(
+            f"{path} is not UTF-8 text: line {found.first} has {_describe_bytes(found.raw)}"
+            f"{also}, so it was saved in another encoding. {hint}"
+        )
+    return lines + (last not in (b"", b"\n", b"\r"))
+
+
 def _open_text(path: Path) -> TextIO:
     """Open a UTF-8 text file; a byte-order mark is skipped, bad bytes are kept as escapes."""
     try:
@@ -213,10 +370,14 @@ class RowSource:
 
 
 class _FileSource(RowSource):
+    #: How to make the file UTF-8, for the message that refuses one that is not.
+    _save_as = "Save it as UTF-8"
+
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self._path = Path(path)
         self.path = self._path
         self._file: TextIO | None = None
+        self._lines_seen: int | None = None  # the line count of the scan at open
 
     def describe(self) -> str:
         return str(self._path)
@@ -233,6 +394,15 @@ class _FileSource(RowSource):
     def _open(self) -> TextIO:
         handle = _open_text(self._path)
         try:
+            try:
+                with open(self._path, "rb") as raw:
+                    self._lines_seen = _scan(
+                        self._path, raw, self._save_as, header=self._header_lines()
+                    )
+            except OSError as exc:
+                raise ConfigurationError(
+                    f"cannot read {self._path}: {exc.strerror or exc}"
+                ) from None
             first = handle.read(4096)
             if not first.strip():
                 raise ConfigurationError(f"{self._path} is empty: there are no rows to create")
@@ -266,6 +436,8 @@ class _FileSource(RowSource):
         return await asyncio.to_thread(self._count)
 
     def _count(self) -> int | None:
+        if self._lines_seen is not None:  # counted by the scan at open
+            return max(0, self._lines_seen - self._header_lines())
         try:
             with open(self._path, "rb") as handle:
                 lines = 0
@@ -327,12 +499,18 @@ class CsvSource(_FileSource):
     """Rows of a CSV file with a header line (RFC 4180; UTF-8, with or without a BOM).
 
     A line with more or fewer fields than the header, or with bad quoting, becomes a row
-    with a problem naming its line; blank lines are skipped.
+    with a problem naming its line; blank lines are skipped. A quote left open makes its
+    line such a row, and the lines after it are read again as rows; one that closes on a
+    later line joins the lines between into one record (a quoted field may hold line
+    breaks): if that record then has the wrong number of fields, its problem names all
+    its lines, and none of them is a row.
 
     Args:
         path: The file.
         delimiter: The field separator.
     """
+
+    _save_as = 'Save it as UTF-8 (in Excel: File > Save As, type "CSV UTF-8 (Comma delimited)")'
 
     def __init__(self, path: str | os.PathLike[str], *, delimiter: str = ",") -> None:
         super().__init__(path)
@@ -353,8 +531,12 @@ class CsvSource(_FileSource):
         if not header or not any(name.strip() for name in header):
             raise ConfigurationError(f"{self._path} has no header line naming its columns")
         names = tuple(name.strip() for name in header)
-        if _has_surrogates("".join(names)):
-            raise ConfigurationError(f"{self._path}: the header line is not valid UTF-8")
+        bad = _not_utf8(names)
+        if bad is not None:  # a header of several lines (the scan saw its first)
+            raise ConfigurationError(
+                f"{self._path} is not UTF-8 text: its header has {_describe_bytes(bad)}, so "
+                f"it was saved in another encoding. {self._save_as}"
+            )
         blank = [index + 1 for index, name in enumerate(names) if not name]
         if blank:
             raise ConfigurationError(
@@ -398,23 +580,33 @@ class CsvSource(_FileSource):
                 continue  # a blank line
             number += 1
             if len(fields) != width:
+                end = lines.taken[-1][0] if lines.taken else start
+                # A quote that closes on a later line made one record of the lines between:
+                # if they were rows, they are named here rather than lost without a word.
+                joined = (
+                    f"; lines {start} to {end} are one record, joined by a quoted field "
+                    "(is a quote left open?)"
+                    if end > start
+                    else ""
+                )
                 yield SourceRow(
                     number=number,
                     line=start,
                     data=None,
                     problem=(
                         f"line {start}: expected {width} fields (as in the header), "
-                        f"found {len(fields)}"
+                        f"found {len(fields)}{joined}"
                     ),
                     raw=json.dumps(fields, ensure_ascii=False),
                 )
                 continue
-            if _has_surrogates("".join(fields)):
+            bad = _not_utf8(fields)
+            if bad is not None:
                 yield SourceRow(
                     number=number,
                     line=start,
                     data=None,
-                    problem=f"line {start}: not valid UTF-8",
+                    problem=f"line {start}: {_line_not_utf8(bad)}",
                     raw=json.dumps(fields, ensure_ascii=True),
                 )
                 continue
@@ -440,8 +632,9 @@ class JsonlSource(_FileSource):
             number += 1
             problem = None
             data: Any = None
-            if _has_surrogates(text):
-                problem = f"line {index}: not valid UTF-8"
+            bad = _not_utf8((text,))
+            if bad is not None:
+                problem = f"line {index}: {_line_not_utf8(bad)}"
             else:
                 try:
                     data = json.loads(text, parse_int=_parse_int)

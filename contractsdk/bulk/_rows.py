@@ -165,9 +165,10 @@ class ColumnMap:
             where: The input, for messages.
 
         Raises:
-            ConfigurationError: A mapped, key or target column is missing; a column is not
-                a term (each named, with the closest term); two columns give one term; no
-                column gives the match term.
+            ConfigurationError: The header is one column holding the expected ones between
+                semicolons or tabs (a file not separated by commas); a mapped, key or
+                target column is missing; a column is not a term (each named, with the
+                closest term); two columns give one term; no column gives the match term.
         """
         present = set(header)
         wanted = [
@@ -176,6 +177,8 @@ class ColumnMap:
             *sorted(self.party_columns),
             *([self.key_column] if self.key_column else []),
         ]
+        names = [t.name for _path, t in terms.walk() if t.name] if terms is not None else []
+        _refuse_other_separator(header, {*wanted, match_term, *names}, where)
         missing = [column for column in wanted if column and column not in present]
         if missing:
             raise ConfigurationError(
@@ -194,7 +197,6 @@ class ColumnMap:
             given[term] = column
         if terms is not None:
             unknown = _unknown_terms(terms, list(given))
-            names = [term.name for _path, term in terms.walk() if term.name]
             # A column mapped to a term by name: the mapping is what is wrong, not the column.
             mapped = [term for term in unknown if self.terms.get(given[term]) == term]
             if mapped:
@@ -218,6 +220,32 @@ class ColumnMap:
                 f"{where}: no column gives {match_term!r}, the name that identifies each "
                 "contract (bulk creation needs it to find a contract again after an "
                 "unknown outcome); add the column, or map a column to it"
+            )
+
+
+#: What a CSV may be separated by instead of commas: Excel saves its "CSV" types with the
+#: list separator of the computer's region, ';' in much of Europe; "Text" types use tabs.
+_SEPARATORS = {";": "semicolons", "\t": "tabs", "|": "vertical bars"}
+
+
+def _refuse_other_separator(header: Sequence[str], expected: set[str], where: str) -> None:
+    """Refuse a header of one column that holds expected columns between other separators.
+
+    Read with commas, such a file is one column, and was refused as missing the columns
+    it has, or as having one column that is no term.
+    """
+    if len(header) != 1:
+        return
+    for separator, name in _SEPARATORS.items():
+        columns = [part.strip() for part in header[0].split(separator)]
+        if len(columns) > 1 and expected.intersection(columns):
+            listed = ", ".join(map(repr, columns[:3])) + (", …" if len(columns) > 3 else "")
+            raise ConfigurationError(
+                f"{where} looks separated by {name} ({separator!r}), not commas: its header "
+                f"is one column that holds {len(columns)} columns ({listed}). Save it "
+                "comma-separated (Excel uses the list separator of the computer's region "
+                "settings; LibreOffice and Google Sheets can save with commas), or from "
+                f"Python read it with CsvSource(path, delimiter={separator!r})"
             )
 
 
