@@ -138,13 +138,15 @@ def test_a_header_separated_by_semicolons_or_tabs_is_named_so(separator: str, na
     reference;contract_name;…)"), or as one column that is no term, with no hint.
     """
     terms = small_termset()
+    flag = "tab" if separator == "\t" else f"'{separator}'"
     header = [separator.join(["reference", "contract_name", "contract_rentFrequency", "x"])]
     expected = (
         f"t.csv looks separated by {name} ({separator!r}), not commas: its header is one "
         "column that holds 4 columns ('reference', 'contract_name', 'contract_rentFrequency', "
         "…). Save it comma-separated (Excel uses the list separator of the computer's region "
-        "settings; LibreOffice and Google Sheets can save with commas), or from Python read "
-        f"it with CsvSource(path, delimiter={separator!r})"
+        "settings; LibreOffice and Google Sheets can save with commas), or read it so: "
+        f"`contractsdk bulk create --delimiter {flag}`, or CsvSource(path, "
+        f"delimiter={separator!r}) from Python"
     )
     for columns, template_terms in [
         (ColumnMap(key_column="reference"), terms),  # was: has no column 'reference'

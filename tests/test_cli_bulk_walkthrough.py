@@ -277,3 +277,48 @@ async def test_a_refused_run_prints_only_why(
     err = capsys.readouterr().err.splitlines()
     assert err[0] == f"journal: {source}.journal.db (job {err[0].split('(job ')[1]}"
     assert err[-1].startswith("3/3 rows")
+
+
+# -- a CSV separated by semicolons; the dry run's column hint -------------------------------
+
+
+async def test_a_semicolon_csv_is_read_with_delimiter(
+    server: SandboxServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Excel's ';' CSV: named so without the flag, created with `--delimiter ';'`.
+
+    The message pointed to CsvSource, from Python only: the command line read commas.
+    """
+    source = tmp_path / "semi.csv"
+    source.write_text(HEADER.replace(",", ";") + "S1;Semi 1;week;\nS2;Semi 2;month;\n")
+    with pytest.raises(ConfigurationError, match="--delimiter ';'"):
+        await cli(server, *create(server, source))
+    capsys.readouterr()
+    assert await cli(server, *create(server, source, "--delimiter", ";")) == 0
+    status = await read_status(Path(f"{source}.journal.db"))
+    assert status.counts["created"] == 2
+    tabbed = tmp_path / "tabbed.csv"
+    tabbed.write_text(HEADER.replace(",", "\t") + "T1\tTab 1\tweek\t\n")
+    assert await cli(server, *create(server, tabbed, "--delimiter", "tab")) == 0
+    for bad in ("", ";;", '"'):
+        assert parse(["bulk", "create", "x.csv", "--created-by", "7", "--delimiter", bad]) == 2
+        assert "give one character (or 'tab')" in capsys.readouterr().err
+    jsonl = tmp_path / "rows.jsonl"
+    jsonl.write_text('{"reference": "J1"}\n')
+    with pytest.raises(ConfigurationError, match=r"--delimiter is for a \.csv file"):
+        await cli(server, *create(server, jsonl, "--delimiter", ";"))
+
+
+async def test_a_dry_run_gives_the_unknown_column_hint_a_run_gives(
+    server: SandboxServer, tmp_path: Path
+) -> None:
+    """An unknown column under --dry-run: the same flags to map or ignore it as a real run.
+
+    The dry run stopped at "Map each such column to a term, or ignore it", without them.
+    """
+    source = tmp_path / "cols.csv"
+    source.write_text("reference,contract_nmae,contract_rentFrequency\nR1,Flat 1,week\n")
+    for more in ((), ("--dry-run",)):
+        with pytest.raises(ConfigurationError) as caught:
+            await cli(server, *create(server, source, *more))
+        assert "--column contract_nmae=contract_name" in str(caught.value), more

@@ -228,6 +228,11 @@ class ColumnMap:
 _SEPARATORS = {";": "semicolons", "\t": "tabs", "|": "vertical bars"}
 
 
+def _flag(separator: str) -> str:
+    """A separator as ``--delimiter`` takes it on a shell's command line."""
+    return "tab" if separator == "\t" else f"'{separator}'"
+
+
 def _refuse_other_separator(header: Sequence[str], expected: set[str], where: str) -> None:
     """Refuse a header of one column that holds expected columns between other separators.
 
@@ -244,8 +249,9 @@ def _refuse_other_separator(header: Sequence[str], expected: set[str], where: st
                 f"{where} looks separated by {name} ({separator!r}), not commas: its header "
                 f"is one column that holds {len(columns)} columns ({listed}). Save it "
                 "comma-separated (Excel uses the list separator of the computer's region "
-                "settings; LibreOffice and Google Sheets can save with commas), or from "
-                f"Python read it with CsvSource(path, delimiter={separator!r})"
+                "settings; LibreOffice and Google Sheets can save with commas), or read it "
+                f"so: `contractsdk bulk create --delimiter {_flag(separator)}`, or "
+                f"CsvSource(path, delimiter={separator!r}) from Python"
             )
 
 

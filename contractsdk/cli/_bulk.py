@@ -44,7 +44,7 @@ from contractsdk.bulk import (
 from contractsdk.bulk._example import to_jsonl
 from contractsdk.bulk._journal import Journal
 from contractsdk.bulk._parties import parties_from_flags
-from contractsdk.bulk._readers import input_format
+from contractsdk.bulk._readers import CsvSource, input_format
 from contractsdk.cli._app import argument, cli, numeric_id, runs
 from contractsdk.cli._bulk_output import (
     LISTED,
@@ -410,9 +410,14 @@ async def _make_job(args: argparse.Namespace, client: Any) -> BulkJob:
                 client, args.contract_type, team_id=team_id
             )
     journal = None if args.no_journal else (args.journal or f"{args.file}.journal.db")
+    rows: Any = args.file
+    if args.delimiter != ",":
+        if input_format(args.file) != "csv":
+            raise ConfigurationError(f"--delimiter is for a .csv file, not {args.file}")
+        rows = CsvSource(args.file, delimiter=args.delimiter)
     return BulkJob(
         client,
-        args.file,
+        rows,
         team_id=team_id,
         contract_type_id=contract_type_id,
         template_id=args.template,
@@ -559,6 +564,15 @@ def _one_journal_choice(ctx: click.Context, param: click.Parameter, value: Any) 
 # -- the commands ----------------------------------------------------------------------
 
 
+def _one_character(_context: click.Context, parameter: click.Parameter, value: str) -> str:
+    r"""Read ``--delimiter``: one character, or ``tab`` (``\t``) for a tab."""
+    if value in ("tab", "\\t"):
+        return "\t"
+    if len(value) != 1 or value in '\r\n"':
+        raise click.BadParameter(f"give one character (or 'tab'), not {value!r}", param=parameter)
+    return value
+
+
 @runs(bulk, "create")
 @argument("file", help="A .csv (with a header line) or .jsonl file.")
 @click.option("--team", help="The team: an id, or a name among --created-by's teams.")
@@ -614,6 +628,14 @@ def _one_journal_choice(ctx: click.Context, param: click.Parameter, value: Any) 
 @click.option(
     "--no-journal", is_flag=True, callback=_one_journal_choice, help="No journal (and no resume)."
 )
+@click.option(
+    "--delimiter",
+    default=",",
+    show_default=True,
+    callback=_one_character,
+    metavar="CHAR",
+    help="A .csv file's field separator (';' as Excel writes in much of Europe; 'tab').",
+)
 @click.option("--dry-run", is_flag=True, help="Validate and estimate; send nothing.")
 @click.option("--require-all", is_flag=True, help="Refuse rows with unanswered terms.")
 @_run_options
@@ -627,12 +649,13 @@ async def bulk_create(args: argparse.Namespace) -> int:
     """
     async with _client(args) as client:
         job = await _make_job(args, client)
-        if args.dry_run:
-            return await _dry_run(args, job)
         try:
+            if args.dry_run:  # its check of the columns needs the same hint
+                return await _dry_run(args, job)
             return await _drive(job, args, retry=False)
         except UnknownColumnsError as exc:
-            raise ConfigurationError(_column_hint(exc)) from None
+            hint = _column_hint(exc)
+        raise ConfigurationError(hint)  # not in the except: no chained error to show
 
 
 def _column_hint(error: UnknownColumnsError) -> str:
