@@ -271,7 +271,8 @@ async def test_a_lone_surrogate_in_jsonl_is_an_invalid_row(
             "line 1: the value of 'contract_name' has the escape \\ud800, a lone surrogate "
             "(half of a UTF-16 pair) that is not a character"
         ]
-    assert "line 1: the value of 'contract_name'" in capsys.readouterr().out
+    # The table's WHERE column says "line 1" already: not twice ("line 1  … line 1: …").
+    assert "line 1  invalid  -     the value of 'contract_name'" in capsys.readouterr().out
     assert await names_in(server) == ["Flat 2"]
 
 
@@ -349,7 +350,7 @@ async def test_errors_and_notes_in_the_command_lines_terms(
     big.write_text('{"reference": "B1", "contract_name": "Flat B", "n": ' + "9" * 5000 + "}\n")
     assert await cli(server, *create(server, big)) == 3
     out = capsys.readouterr().out
-    assert "line 1: the value of 'n' is a number of 5000 digits, too long to read" in out
+    assert "line 1  invalid  -     the value of 'n' is a number of 5000 digits, too long" in out
     assert "sys." not in out
 
     header_only = tmp_path / "header.csv"

@@ -50,8 +50,18 @@ def _problem(outcome: RowOutcome) -> str:
         missing = ", ".join(outcome.parties_missing)
         return f"created, but parties not added: {missing} (bulk status says why)"
     if outcome.reasons:
-        return "; ".join(outcome.reasons)
+        return "; ".join(_without_line(reason, outcome.line) for reason in outcome.reasons)
     return outcome.error or ""
+
+
+def _without_line(reason: str, line: int | None) -> str:
+    """A reason without the ``line N:`` its row's line column shows already."""
+    return reason.removeprefix(f"line {line}: ") if line is not None else reason
+
+
+def _reasons(error: str | None, line: int | None) -> str:
+    """A journal record's reasons (one per line of ``error``), on one line."""
+    return "; ".join(_without_line(reason, line) for reason in (error or "").split("\n"))
 
 
 def _state(outcome: RowOutcome) -> str:
@@ -241,7 +251,7 @@ def show_status(args: argparse.Namespace, status: JournalStatus) -> None:
         say(f"invalid in the latest run ({advice}):")
         print_table(
             ["row", "line", "name", "reasons"],
-            [(r.row, r.line, r.name, (r.error or "").replace("\n", "; ")) for r in status.invalid],
+            [(r.row, r.line, r.name, _reasons(r.error, r.line)) for r in status.invalid],
             out=out,
         )
         _say_more(args, status.latest_counts["invalid"], len(status.invalid))
