@@ -14,6 +14,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import pytest
 from rich.console import Console
 
 from contractsdk.bulk import BulkProgress, RowOutcome
@@ -151,3 +152,25 @@ async def test_a_real_stop_ends_on_a_line_that_agrees_with_the_summary(tmp_path:
     created = re.search(r"^created\s+(\d+)$", output, re.MULTILINE)
     assert created is not None and f"created {int(created.group(1))}" in last
     assert "next: run the same command again to send the rows not sent" in output
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_the_bar_fits_an_80_column_terminal(width: int) -> None:
+    """80 columns: bar, 100%, 30/30, rate and ETA whole; a counter only once it is not 0.
+
+    Every column at once did not fit 80: rich cut the percentage and the row count ("1…
+    23.5 rows…") and kept "invalid 0 failed 0 skipped 0". A wide terminal shows them all.
+    """
+    out = Console(file=io.StringIO(), force_terminal=True, width=width, color_system=None)
+    job = FakeJob(done=30, total=30, created=28, failed=2)
+    view = ProgressView(job, out)  # type: ignore[arg-type]  # duck-typed job
+    with view:
+        for row in range(30):
+            view.seen(outcome(row, "created" if row < 28 else "failed"))
+    stream = out.file
+    assert isinstance(stream, io.StringIO)
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", stream.getvalue())
+    last = [line for line in re.split(r"[\r\n]", plain) if "/30" in line][-1]
+    assert "100%" in last and "30/30" in last and "rows/s" in last and "ETA" in last, last
+    assert "created 28" in last and "failed 2" in last and "…" not in last, last
+    assert ("invalid 0" in last) is (width > 80), last

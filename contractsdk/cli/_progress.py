@@ -32,6 +32,16 @@ __all__ = ["LOG_INTERVAL", "TTY_INTERVAL", "ProgressView", "handle_interrupts"]
 #: Seconds between progress redraws on a terminal, and between lines otherwise.
 TTY_INTERVAL = 0.25
 LOG_INTERVAL = 5.0
+#: Terminals at least this wide show every counter, 0 or not, and a longer bar.
+WIDE = 120
+#: The bar's counters after ``created``: (field, label, rich style).
+_COUNTERS = (
+    ("invalid", "invalid", "yellow"),
+    ("failed", "failed", "red"),
+    ("skipped", "skipped", "dim"),
+    ("throttled", "429s", "magenta"),
+    ("retries", "retries", "magenta"),
+)
 
 
 class ProgressView:
@@ -64,6 +74,7 @@ class ProgressView:
         self._start = time.monotonic()
         self._stopped_at: float | None = None
         self._bar: Progress | None = None
+        self._compact = False
         self._task: Any = None
 
     # -- what is shown ---------------------------------------------------------------------
@@ -161,27 +172,36 @@ class ProgressView:
 
     def __enter__(self) -> ProgressView:
         if self.enabled and self.out.is_terminal:
+            # On a narrow terminal (80 columns is the usual default) every column did not
+            # fit: rich cut the bar, the percentage and the row count ("1… 23.5 rows…")
+            # and kept the counters that were 0. There the bar is shorter and a counter
+            # shows only once it is not 0.
+            self._compact = self.out.width < WIDE
             self._bar = Progress(
-                BarColumn(bar_width=24),
+                BarColumn(bar_width=10 if self._compact else 24),
                 TaskProgressColumn(),
                 MofNCompleteColumn(),
                 TextColumn("[cyan]{task.fields[rate]}"),
                 TextColumn("{task.fields[eta]}"),
-                TextColumn(
-                    "[green]created {task.fields[created]}[/] "
-                    "[yellow]invalid {task.fields[invalid]}[/] "
-                    "[red]failed {task.fields[failed]}[/] "
-                    "[dim]skipped {task.fields[skipped]}[/] "
-                    "[magenta]429s {task.fields[throttled]} retries {task.fields[retries]}"
-                ),
+                TextColumn("{task.fields[counts]}"),
                 console=self.out,
                 refresh_per_second=4,
             )
             self._bar.start()
-            fields = self.fields()
-            total, completed = fields.pop("total"), fields.pop("completed")
+            total, completed, fields = self._bar_fields()
             self._task = self._bar.add_task("rows", total=total, completed=completed, **fields)
         return self
+
+    def _bar_fields(self) -> tuple[int | None, int, dict[str, Any]]:
+        """The bar's total, rows completed, and its text columns' fields."""
+        fields = self.fields()
+        total, completed = fields.pop("total"), fields.pop("completed")
+        counts = [f"[green]created {fields['created']:,}[/]"]
+        for key, label, style in _COUNTERS:
+            if fields[key] or not self._compact:
+                counts.append(f"[{style}]{label} {fields[key]:,}[/]")
+        fields["counts"] = " ".join(counts)
+        return total, completed, fields
 
     def say(self, message: str) -> None:
         """Write a message on its own line, above the bar."""
@@ -192,8 +212,7 @@ class ProgressView:
         if not self.enabled:
             return
         if self._bar is not None:
-            fields = self.fields()
-            total, completed = fields.pop("total"), fields.pop("completed")
+            total, completed, fields = self._bar_fields()
             self._bar.update(self._task, completed=completed, total=total, **fields)
         else:
             self.out.print(self.line(), markup=False)
