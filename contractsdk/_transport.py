@@ -360,8 +360,14 @@ class AiohttpTransport:
             if deadline is not None:
                 self._deadlines.end(deadline)
         # Raised here, not in the except clause, where aiohttp's exception would be its
-        # __context__ (hidden from tracebacks, but not from what walks the chain).
-        raise failed from cause
+        # __context__ (hidden from tracebacks, but not from what walks the chain). And
+        # cleared as it leaves: Python 3.10 still holds aiohttp's exception as the one
+        # being handled here, past the ``async with`` it came out of, and made it the
+        # context all the same (its message quotes the server's bytes).
+        try:
+            raise failed from cause
+        finally:
+            failed.__context__ = None
 
     def _total(self, timeout: float | None) -> aiohttp.ClientTimeout:
         """The total timeout of ``timeout`` seconds as aiohttp takes it, made once per value."""
