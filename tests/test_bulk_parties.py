@@ -9,6 +9,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from contractsdk import ConfigurationError, ContractClient, Role, Side
@@ -195,45 +196,20 @@ async def test_rows_with_two_parties_each(tmp_path: Path) -> None:
         assert sorted(counts.values()) == [2] * 11
 
 
-@pytest.mark.e2e
-async def test_incomplete_parties_shown_then_retried(tmp_path: Path) -> None:
-    """Failed adds leave rows incomplete (counted, shown by status); retry completes them."""
-    journal = tmp_path / "job.db"
-    faults = [FaultRule(ADD, status_503=1.0)]
-    async with SandboxServer(port=0, write_rate=None, read_rate=None, faults=faults) as server:
-        team_id = team_and_template(server)[0]
-        rows = party_rows(6, server.users[0].id, server.users[1].id)
-        async with emulator_client(server, retries=None) as client:
-            bulk = job(client, rows, journal, server)
-            outcomes = await asyncio.wait_for(_collect(bulk), LIMIT)
-            assert bulk.summary is not None
-            assert (bulk.summary.created, bulk.summary.incomplete) == (0, 6)
-            assert not bulk.summary.complete
-            assert all(o.parties_missing == ("landlord", "tenant") for o in outcomes)
-            status = await read_status(journal)
-            assert status.incomplete_count == 6
-            assert "landlord adding" in status.incomplete[0][3]  # a 503: may have been made
+@attrs.frozen
+class HandAdded:
+    """A run whose party adds all failed, a collaborator added by hand, then a retry."""
 
-            server.set_faults([])
-            again = await BulkJob.from_journal(client, journal, round_delay=0.0)
-            retried = await asyncio.wait_for(_collect(again, retry=True), LIMIT)
-        assert again.summary is not None
-        assert (again.summary.created, again.summary.incomplete) == (6, 0)
-        assert all(not o.parties_missing for o in retried)
-        assert (await read_status(journal)).incomplete_count == 0
-        counts = await collaborator_counts(server, team_id)
-        assert sorted(counts.values()) == [2] * 6
+    retried: list[Any]
+    again: BulkJob
+    journal: Path
+    listed: list[Any]
 
 
-async def test_a_team_member_s_own_collaborator_is_not_taken_for_the_party(
-    tmp_path: Path,
-) -> None:
-    """A retried party whose user already collaborates (as the team's members do) is added.
-
-    The service makes every team member a collaborator of the team's contracts. The retry
-    of a party whose add failed found that collaborator by its user id alone and marked the
-    party added: its roles and values were never set, and the row said complete.
-    """
+async def hand_added_then_retried(
+    tmp_path: Path, *, party: str, roles: str, side: str
+) -> HandAdded:
+    """Every add of a one-row run refused (503); ``party``'s user added by hand; retried."""
     journal = tmp_path / "job.db"
     faults = [FaultRule(ADD, status_503=1.0)]
     async with SandboxServer(port=0, write_rate=None, read_rate=None, faults=faults) as server:
@@ -245,19 +221,36 @@ async def test_a_team_member_s_own_collaborator_is_not_taken_for_the_party(
             contract = outcomes[0].contract_id
             assert contract is not None
             server.set_faults([])
-            # The landlord's user collaborates already, with no role but collaborator.
+            user = landlord if party == "landlord" else tenant
             await client.collaborators.create(
-                contract, user_id=landlord, inviter_id=landlord, roles="collaborator", side="first"
+                contract, user_id=user, inviter_id=landlord, roles=roles, side=side
             )
             again = await BulkJob.from_journal(client, journal, round_delay=0.0)
             retried = await asyncio.wait_for(_collect(again, retry=True), LIMIT)
-            listed = await client.collaborators.list(contract)
-        # Not taken as added: the add is tried, and the emulator refuses a user added twice.
-        assert "landlord" in retried[0].parties_missing
-        status = await read_status(journal)
-        assert "already a collaborator" in status.incomplete[0][3], status.incomplete
-        assert again.summary is not None and again.summary.incomplete == 1
-        assert [set(c.roles) for c in listed if c.user_id == landlord] == [{"collaborator"}]
+            listed = [c for c in await client.collaborators.list(contract) if c.user_id == user]
+    return HandAdded(retried, again, journal, listed)
+
+
+@pytest.mark.e2e
+async def test_a_team_member_s_own_collaborator_is_not_taken_for_the_party(
+    tmp_path: Path,
+) -> None:
+    """A retried party whose user already collaborates (as the team's members do) is added.
+
+    The service makes every team member a collaborator of the team's contracts. The retry
+    of a party whose add failed found that collaborator by its user id alone and marked the
+    party added: its roles and values were never set, and the row said complete.
+    """
+    # The landlord's user collaborates already, with no role but collaborator.
+    found = await hand_added_then_retried(
+        tmp_path, party="landlord", roles="collaborator", side="first"
+    )
+    # Not taken as added: the add is tried, and the emulator refuses a user added twice.
+    assert "landlord" in found.retried[0].parties_missing
+    status = await read_status(found.journal)
+    assert "already a collaborator" in status.incomplete[0][3], status.incomplete
+    assert found.again.summary is not None and found.again.summary.incomplete == 1
+    assert [set(c.roles) for c in found.listed] == [{"collaborator"}]
 
 
 @pytest.mark.e2e
@@ -270,26 +263,12 @@ async def test_a_user_on_the_contract_s_other_side_is_not_taken_for_the_party(
     roles, whatever its side: the tenant (second side) was marked added as the first
     side's party, and the row said complete.
     """
-    journal = tmp_path / "job.db"
-    faults = [FaultRule(ADD, status_503=1.0)]
-    async with SandboxServer(port=0, write_rate=None, read_rate=None, faults=faults) as server:
-        landlord, tenant = server.users[0].id, server.users[1].id
-        async with emulator_client(server, retries=None) as client:
-            first = job(client, party_rows(1, landlord, tenant), journal, server)
-            outcomes = await asyncio.wait_for(_collect(first), LIMIT)
-            contract = outcomes[0].contract_id
-            assert contract is not None
-            server.set_faults([])
-            # By hand: the tenant's user made a party on the first side.
-            await client.collaborators.create(
-                contract, user_id=tenant, inviter_id=landlord, roles="party", side="first"
-            )
-            again = await BulkJob.from_journal(client, journal, round_delay=0.0)
-            retried = await asyncio.wait_for(_collect(again, retry=True), LIMIT)
-        assert retried[0].parties_missing == ("tenant",)  # the landlord is added
-        assert again.summary is not None and again.summary.incomplete == 1
-        status = await read_status(journal)
-        assert "already a collaborator" in status.incomplete[0][3], status.incomplete
+    # By hand: the tenant's user made a party on the first side.
+    found = await hand_added_then_retried(tmp_path, party="tenant", roles="party", side="first")
+    assert found.retried[0].parties_missing == ("tenant",)  # the landlord is added
+    assert found.again.summary is not None and found.again.summary.incomplete == 1
+    status = await read_status(found.journal)
+    assert "already a collaborator" in status.incomplete[0][3], status.incomplete
 
 
 @pytest.mark.e2e

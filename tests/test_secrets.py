@@ -241,20 +241,10 @@ def test_a_client_cannot_be_pickled() -> None:
     assert client._timeout == 60
 
 
-class _EchoHandler(http.server.BaseHTTPRequestHandler):
-    """A hostile service: every API call is refused, its message echoing the credential."""
+class _JsonHandler(http.server.BaseHTTPRequestHandler):
+    """A service answering JSON, with no access log."""
 
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
-        secret = str(body.get("client_secret", ""))
-        self._answer(401, {"error": "invalid_client", "error_description": f"bad {secret}"})
-
-    def do_GET(self) -> None:
-        secret = self.headers.get("Authorization", "").removeprefix("Bearer ")
-        self._answer(403, {"message": f"{secret} may not see this", "error": "Forbidden"})
-
-    def _answer(self, status: int, body: dict[str, str]) -> None:
+    def _answer(self, body: object, status: int = 200) -> None:
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -264,6 +254,20 @@ class _EchoHandler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args: object) -> None:
         pass
+
+
+class _EchoHandler(_JsonHandler):
+    """A hostile service: every API call is refused, its message echoing the credential."""
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        secret = str(body.get("client_secret", ""))
+        self._answer({"error": "invalid_client", "error_description": f"bad {secret}"}, 401)
+
+    def do_GET(self) -> None:
+        secret = self.headers.get("Authorization", "").removeprefix("Bearer ")
+        self._answer({"message": f"{secret} may not see this", "error": "Forbidden"}, 403)
 
 
 @pytest.fixture
@@ -311,7 +315,7 @@ def test_the_cli_never_prints_a_credential(
         _assert_nothing_shows(f"`contractsdk {' '.join(argv)}`", out + err)
 
 
-class _SuccessEchoHandler(http.server.BaseHTTPRequestHandler):
+class _SuccessEchoHandler(_JsonHandler):
     """A hostile service that answers every call, its values echoing the credential sent."""
 
     #: Every credential the service was sent (the API key, or each token it issued).
@@ -335,17 +339,6 @@ class _SuccessEchoHandler(http.server.BaseHTTPRequestHandler):
             self._answer({"id": 1, "contract_name": f"deal {bearer}", "fields": [field]})
         else:
             self._answer({"message": "no such thing"}, status=404)
-
-    def _answer(self, body: object, status: int = 200) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: object) -> None:
-        pass
 
 
 @pytest.mark.parametrize("kind", ["api key", "client credentials"])
