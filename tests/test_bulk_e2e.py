@@ -284,12 +284,12 @@ async def test_a_create_answered_5xx_then_made_is_found_not_sent_again(
         team_id = team_and_template(server)[0]
         rows = source_rows(2)
         journal = tmp_path / "job.db"
-        late = ProcessedLate(count=1, lag=0.3, path_end="/contracts")
+        late = ProcessedLate(count=1, lag=0.2, path_end="/contracts")
         async with emulator_client(server, transport=late, retries=None) as client:
             first = await run_job(
-                keyed_job(client, server, rows, journal, rounds=rounds, round_delay=0.6)
+                keyed_job(client, server, rows, journal, rounds=rounds, round_delay=1.0)
             )
-            again = await BulkJob.from_journal(client, journal, round_delay=0.6)
+            again = await BulkJob.from_journal(client, journal, round_delay=1.0)
             retried = await asyncio.wait_for(_collect(again.retry()), LIMIT)
         assert [o.state for o in first] == ["created", "created"]
         assert sum(o.reconciled for o in first) == 1  # the 504's, found by listing
