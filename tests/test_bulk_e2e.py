@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from contractsdk import ContractClient, RateLimits, Retries
+from contractsdk import ConfigurationError, ContractClient, RateLimits, Retries
 from contractsdk.bulk import BulkJob, JournalError, RowOutcome
 from contractsdk.sandbox import FaultRule, SandboxServer
 from tests._bulkkit import (
@@ -268,6 +268,37 @@ async def test_one_file_run_at_once_with_two_journals_is_refused(tmp_path: Path)
         names = await listed_names(server, team_id)
         assert sorted(names) == sorted(row["contract_name"] for row in source_rows(10))
         assert {o.state for o in again} == {"invalid"}  # free again: its rows exist already
+
+
+async def test_a_template_of_another_contract_type_is_refused(tmp_path: Path) -> None:
+    """--contract-type with --template of another type: refused before any row.
+
+    The template was used and the type ignored: an NDA's template given with the tenancy
+    type was refused later, for 12 columns that were not its terms.
+    """
+    async with SandboxServer(port=0, write_rate=None, read_rate=None) as server:
+        team_id, template_id, user_id = team_and_template(server)
+        types = server.seed.catalog.types
+        ast = next(c for c in types if c.name.startswith("Assured"))
+        other = next(c for c in types if c is not ast)
+        async with emulator_client(server) as client:
+
+            def job(template: int) -> BulkJob:
+                return BulkJob(
+                    client,
+                    source_rows(2),
+                    team_id=team_id,
+                    contract_type_id=ast.id,
+                    template_id=template,
+                    created_by=user_id,
+                    key_column="ref",
+                    journal=tmp_path / f"{template}.db",
+                )
+
+            with pytest.raises(ConfigurationError, match="is not a version of contract type"):
+                await run_job(job(other.template_ids[0]))
+            assert [o.state for o in await run_job(job(template_id))] == ["created"] * 2
+        assert len(await listed_names(server, team_id)) == 2
 
 
 @pytest.mark.parametrize("rounds", [0, 1])

@@ -227,6 +227,8 @@ class Run:
         template = spec.template_id
         if template is None and spec.team_id is not None and spec.contract_type_id is not None:
             template = await targets.template(spec.team_id, spec.contract_type_id, fixed=True)
+        elif template is not None and spec.team_id is not None and spec.contract_type_id:
+            await self._check_template_of_type(spec.team_id, spec.contract_type_id, template)
         if template is not None and spec.columns.template_column is None:
             terms = await targets.terms(template, fixed=True)
             if terms.find(spec.match_term) is None:
@@ -260,6 +262,27 @@ class Run:
             return
         raise ConfigurationError(
             f"user {creator}, who is to create the contracts (created_by), does not exist: {said}"
+        )
+
+    async def _check_template_of_type(self, team_id: int, type_id: int, template: int) -> None:
+        """Refuse a template given with a contract type it is no version of.
+
+        Given both, the template was used and the type ignored: an NDA's template given
+        with a tenancy's type was refused later for columns that were not its terms.
+
+        Raises:
+            ConfigurationError: The service says the template is not one of the type's.
+        """
+        try:
+            await self.client.templates.get(team_id, type_id, template)
+        except NotFoundError as exc:
+            said = exc.service_message or exc.message
+        else:
+            return
+        raise ConfigurationError(
+            f"template {template} is not a version of contract type {type_id} in team "
+            f"{team_id} ({said}); give the contract type's template, or the type alone "
+            "for its newest"
         )
 
     async def _settle_earlier_run(self) -> None:
