@@ -130,6 +130,24 @@ def _interfaces(server: SandboxServer) -> str:
     )
 
 
+def _fault_lines(server: SandboxServer) -> list[str]:
+    """The fault rules in force, one line each (none: no line): a run with faults says so."""
+    lines = []
+    for index, rule in enumerate(server.faults):
+        shown = rule.to_json()
+        what = [
+            f"{name} {value:g}"
+            for name, value in shown.items()
+            if name not in ("route", "latency") and value
+        ]
+        low, high = shown["latency"]
+        if high:
+            what.append(f"latency {low:g}-{high:g} s" if low != high else f"latency {low:g} s")
+        head = "  Faults        " if index == 0 else "                "
+        lines.append(f"{head}{rule.route}: {', '.join(what) or 'none'}")
+    return lines
+
+
 def _describe(server: SandboxServer) -> str:
     limits = server.limits
 
@@ -152,6 +170,7 @@ def _describe(server: SandboxServer) -> str:
         f"  Rate limits   read {rate(limits.read_rate)}, write {rate(limits.write_rate)}, "
         f"burst {burst}, headers {'on' if limits.rate_headers else 'off'}",
         f"  Seed          {server.seed.seed}",
+        *_fault_lines(server),
         "",
         "Users (id, name, email, teams):",
     ]

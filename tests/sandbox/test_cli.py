@@ -13,7 +13,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from contractsdk.sandbox import SandboxServer, run_main
+from contractsdk.sandbox import FaultRule, SandboxServer, run_main
 from contractsdk.sandbox._cli import _describe, build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,6 +43,22 @@ def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str
         run_main(argv)
     assert exc.value.code == 2
     assert "error" in capsys.readouterr().err
+
+
+async def test_banner_lists_the_faults_in_force() -> None:
+    """With --faults, the banner says which: a run with lost answers said nothing of them."""
+    rules = [
+        FaultRule("POST /v1/teams/*/contracts", status_503=0.1, latency=(0.01, 0.02)),
+        FaultRule("*", lost=0.05),
+    ]
+    async with SandboxServer(faults=rules) as server:
+        text = _describe(server)
+    async with SandboxServer() as plain:
+        assert "Faults" not in _describe(plain)
+    assert (
+        "  Faults        POST /v1/teams/*/contracts: status_503 0.1, latency 0.01-0.02 s\n"
+        "                *: lost 0.05\n"
+    ) in text
 
 
 async def test_banner_lists_credentials_users_and_types() -> None:
