@@ -174,3 +174,25 @@ def test_the_bar_fits_an_80_column_terminal(width: int) -> None:
     assert "100%" in last and "30/30" in last and "rows/s" in last and "ETA" in last, last
     assert "created 28" in last and "failed 2" in last and "…" not in last, last
     assert ("invalid 0" in last) is (width > 80), last
+
+
+def test_rows_settling_after_a_stop_count_their_time_in_the_rate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """10 rows in 1 s, a stop, 5 rows in flight settle 0.5 s later: 10 rows/s, not 15.
+
+    The clock froze at the stop while the rows in flight still counted: a job told
+    25/s read 29.4 rows/s after Ctrl-C.
+    """
+    now = [100.0]
+    monkeypatch.setattr("contractsdk.cli._progress.time.monotonic", lambda: now[0])
+    view = ProgressView(FakeJob(total=100), console(terminal=False))  # type: ignore[arg-type]
+    for row in range(10):
+        view.seen(outcome(row, "created"))
+    now[0] = 101.0
+    view.stop()
+    now[0] = 101.5
+    for row in range(10, 15):
+        view.seen(outcome(row, "created"))
+    now[0] = 105.0  # nothing more settles: the clock stays where the last row put it
+    assert view.rate() == pytest.approx(10.0)

@@ -90,9 +90,16 @@ class ProgressView:
                 self._start = time.monotonic()
             return
         self.sent += 1
+        if self.stopped:  # a row in flight at the stop, settled since: its time counts too
+            self._stopped_at = time.monotonic()
 
     def stop(self) -> None:
-        """Freeze the rate and ETA: the job sends nothing more."""
+        """Freeze the rate and ETA: the job sends nothing more.
+
+        The rate's clock runs on while rows in flight at the stop settle, each one moving
+        it to when it did: frozen at the stop, they counted at no time at all, and a job
+        told 25/s read 29.4 rows/s after Ctrl-C.
+        """
         self.stopped = True
         self._stopped_at = time.monotonic()
 
