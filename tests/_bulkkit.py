@@ -271,6 +271,14 @@ async def check_accounted(
 
 def start_command(server: SandboxServer, source: Path, journal: Path, *more: str) -> Command:
     """``contractsdk bulk create SOURCE`` against the emulator, in its own process."""
+    argv, env = command_line(server, source, journal, *more)
+    return Command(argv, env, journal.with_name(journal.name + ".out"))
+
+
+def command_line(
+    server: SandboxServer, source: Path, journal: Path, *more: str
+) -> tuple[list[str], dict[str, str]]:
+    """The arguments and variables of :func:`start_command`'s ``contractsdk bulk create``."""
     team_id, template_id, user_id = team_and_template(server)
     argv = [
         "bulk",
@@ -291,7 +299,7 @@ def start_command(server: SandboxServer, source: Path, journal: Path, *more: str
         *more,
     ]
     env = {"CONTRACTSDK_BASE_URL": server.url, "CONTRACTSDK_API_KEY": server.api_key}
-    return Command(argv, env, journal.with_name(journal.name + ".out"))
+    return argv, env
 
 
 async def wait_until(condition: Callable[[], bool], command: Command) -> None:

@@ -8,9 +8,13 @@ saying ``not sent (stopped) 136``, since the rows a stop leaves unsent are yield
 
 from __future__ import annotations
 
+import asyncio
 import io
+import os
 import re
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +28,9 @@ from tests._bulkkit import (
     CONCURRENCY,
     LIMIT,
     command_emulator,
+    command_line,
     created_in,
+    journal_query,
     start_command,
     wait_until,
 )
@@ -152,6 +158,44 @@ async def test_a_real_stop_ends_on_a_line_that_agrees_with_the_summary(tmp_path:
     created = re.search(r"^created\s+(\d+)$", output, re.MULTILINE)
     assert created is not None and f"created {int(created.group(1))}" in last
     assert "next: run the same command again to send the rows not sent" in output
+
+
+async def test_ctrl_c_with_the_reader_gone_still_drains_the_run(tmp_path: Path) -> None:
+    """`bulk create … | tee log`, then Ctrl-C: tee dies too, and the run still drains.
+
+    The next line of progress met a closed pipe, and the BrokenPipeError ended the command
+    mid-run: its requests in flight were left `sending`, the run `cancelled`.
+    """
+    faults = [FaultRule("POST /v1/teams/*/contracts", latency=(0.01, 0.03))]
+    async with command_emulator(faults) as server:
+        source, journal = tmp_path / "rows.csv", tmp_path / "job.db"
+        lines = ["ref,contract_name,contract_rentFrequency"]
+        lines += [f"P{n},Piped {n},week" for n in range(200)]
+        source.write_text("\n".join(lines) + "\n")
+        argv, env = command_line(server, source, journal)
+        piped = subprocess.Popen(  # noqa: ASYNC220  # waited for in a thread, below
+            [sys.executable, "-m", "contractsdk", *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **env},
+        )
+        try:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + LIMIT
+            while created_in(journal) < 3:
+                assert loop.time() < deadline and piped.poll() is None, "nothing was created"
+                await asyncio.sleep(0.02)
+            assert piped.stdout is not None and piped.stderr is not None
+            piped.stdout.close()  # the reader is gone (tee, killed by the same Ctrl-C)
+            piped.stderr.close()
+            piped.send_signal(signal.SIGINT)
+            code = await asyncio.to_thread(piped.wait, LIMIT)
+        finally:
+            if piped.poll() is None:
+                piped.kill()
+    assert code == 130
+    assert journal_query(journal, "SELECT count(*) FROM rows WHERE state = 'sending'") == 0
+    assert journal_query(journal, "SELECT count(*) FROM runs WHERE outcome = 'stopped'") == 1
 
 
 @pytest.mark.parametrize("width", [80, 200])

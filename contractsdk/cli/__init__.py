@@ -18,6 +18,7 @@ import importlib.util
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any, TextIO, cast
 
 from contractsdk._exceptions import (
     ConfigurationError,
@@ -50,6 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     arguments = list(sys.argv[1:] if argv is None else argv)
     _tolerant_output()
+    sys.stdout, sys.stderr = _Unbroken.wrap(sys.stdout), _Unbroken.wrap(sys.stderr)
     if not _has_extra():
         print(INSTALL_HINT, file=sys.stderr)
         return 1
@@ -81,6 +83,53 @@ def is_utf8(stream: object) -> bool:
     """Whether a text stream writes UTF-8 (one without an encoding is taken for UTF-8)."""
     encoding = getattr(stream, "encoding", None) or "utf-8"
     return bool(encoding.lower().replace("-", "") == "utf8")
+
+
+class _Unbroken:
+    """A text stream whose reader may go away: it then writes to devnull, and says nothing.
+
+    ``bulk create … | tee log`` and Ctrl-C: the signal reached tee too, the job's next
+    line of progress met a closed pipe, and the BrokenPipeError ended the command mid-run,
+    its requests in flight left ``sending`` and the run ``cancelled`` instead of drained
+    and ``stopped``. Whatever the CLI writes goes through this; everything else is the
+    stream's own.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    @classmethod
+    def wrap(cls, stream: TextIO) -> TextIO:
+        """Wrap a stream once (a stream of another kind, or wrapped already, is left)."""
+        if isinstance(stream, cls) or not hasattr(stream, "fileno"):
+            return stream
+        return cast(TextIO, cls(stream))
+
+    def write(self, text: str) -> int:
+        """Write, or drop the text if the reader is gone."""
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._to_devnull()
+            return len(text)
+
+    def flush(self) -> None:
+        """Flush, or drop what is left if the reader is gone."""
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._to_devnull()
+
+    def _to_devnull(self) -> None:
+        # Pointed at devnull, what the stream still holds is written there when it is
+        # next flushed (the interpreter's last flush too: no "Exception ignored").
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def _tolerant_output() -> None:
