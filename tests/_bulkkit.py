@@ -269,6 +269,14 @@ async def check_accounted(
     return counts
 
 
+def weekly_rows_csv(path: Path, count: int, prefix: str) -> Path:
+    """Write ``count`` rows keyed ``ref`` (``{prefix[0]}N``), named ``{prefix} N``, weekly."""
+    lines = ["ref,contract_name,contract_rentFrequency"]
+    lines += [f"{prefix[0]}{n},{prefix} {n},week" for n in range(count)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def start_command(server: SandboxServer, source: Path, journal: Path, *more: str) -> Command:
     """``contractsdk bulk create SOURCE`` against the emulator, in its own process."""
     argv, env = command_line(server, source, journal, *more)

@@ -38,6 +38,7 @@ from tests._bulkkit import (
     rows,
     start_command,
     wait_until,
+    weekly_rows_csv,
 )
 from tests._clikit import bulk_create, cli
 
@@ -321,9 +322,7 @@ async def test_status_tells_a_running_job_from_a_killed_one(
     faults = [FaultRule("POST /v1/teams/*/contracts", latency=(0.005, 0.015))]
     async with command_emulator(faults) as server:
         source, journal = tmp_path / "rows.csv", tmp_path / "killed.db"
-        lines = ["ref,contract_name,contract_rentFrequency"]
-        lines += [f"K{n},Killed {n},week" for n in range(200)]
-        source.write_text("\n".join(lines) + "\n")
+        weekly_rows_csv(source, 200, "Killed")
         command = start_command(server, source, journal)
         await wait_until(lambda: created_in(journal) >= 3, command)
         command.send_signal(signal.SIGKILL)

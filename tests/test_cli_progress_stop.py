@@ -33,6 +33,7 @@ from tests._bulkkit import (
     journal_query,
     start_command,
     wait_until,
+    weekly_rows_csv,
 )
 
 
@@ -137,9 +138,7 @@ async def test_a_real_stop_ends_on_a_line_that_agrees_with_the_summary(tmp_path:
     faults = [FaultRule("POST /v1/teams/*/contracts", latency=(0.01, 0.03))]
     async with command_emulator(faults) as server:
         source, journal = tmp_path / "rows.csv", tmp_path / "job.db"
-        lines = ["ref,contract_name,contract_rentFrequency"]
-        lines += [f"S{n},Stopped {n},week" for n in range(rows)]
-        source.write_text("\n".join(lines) + "\n")
+        weekly_rows_csv(source, rows, "Stopped")
         command = start_command(server, source, journal)  # not -q, into a file: plain lines
         await wait_until(lambda: created_in(journal) >= 3, command)
         command.send_signal(signal.SIGINT)
@@ -169,9 +168,7 @@ async def test_ctrl_c_with_the_reader_gone_still_drains_the_run(tmp_path: Path) 
     faults = [FaultRule("POST /v1/teams/*/contracts", latency=(0.01, 0.03))]
     async with command_emulator(faults) as server:
         source, journal = tmp_path / "rows.csv", tmp_path / "job.db"
-        lines = ["ref,contract_name,contract_rentFrequency"]
-        lines += [f"P{n},Piped {n},week" for n in range(200)]
-        source.write_text("\n".join(lines) + "\n")
+        weekly_rows_csv(source, 200, "Piped")
         argv, env = command_line(server, source, journal)
         piped = subprocess.Popen(  # noqa: ASYNC220  # waited for in a thread, below
             [sys.executable, "-m", "contractsdk", *argv],
