@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from contractsdk.bulk import JournalError
+from contractsdk.bulk import JournalError, read_status
 from contractsdk.bulk._journal import Journal
 from contractsdk.bulk._records import PreparedRow
 from contractsdk.bulk._status import _locked
@@ -532,3 +532,30 @@ def test_stale_temporary_journals_are_removed_but_not_one_in_use(tmp_path: Path)
         removed = remove_stale_temporary_journals(str(tmp_path))
     assert removed == [killed]
     assert not killed.exists() and running.exists() and fresh.exists() and other.exists()
+
+
+async def test_status_lists_the_invalid_rows_of_the_last_run_that_read_the_input(
+    tmp_path: Path,
+) -> None:
+    """Earlier runs' invalid rows sorting first, a retry after: the list still has them.
+
+    The list took the first ``4 × limit`` invalid rows of every run and kept the latest
+    run's: empty here, while the counts said 2; and empty after any `bulk retry`.
+    """
+    path = tmp_path / "job.db"
+    journal = Journal.connect(path)
+    try:
+        journal.claim("job-a", IDENTITY, "0.1.0")
+        first = journal.begin_run("create", None)
+        journal.register(
+            first, [prepared(f"ref:A{n:02d}", None, reasons=("bad",)) for n in range(30)]
+        )
+        second = journal.begin_run("create", None)
+        journal.register(
+            second, [prepared(f"ref:Z{n}", None, reasons=("worse",)) for n in range(2)]
+        )
+        journal.begin_run("retry", None)
+    finally:
+        journal.close()
+    status = await read_status(path, limit=5)
+    assert [record.key for record in status.invalid] == ["ref:Z0", "ref:Z1"]

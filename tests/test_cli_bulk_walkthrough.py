@@ -240,7 +240,7 @@ async def test_rows_whose_contracts_exist_already_are_not_to_fix(
     ]
     assert await cli(server, "bulk", "status", journal) == 0
     out = capsys.readouterr().out
-    assert "invalid in the latest run (their contracts exist already" in out
+    assert "invalid when the input was last read (their contracts exist already" in out
     assert "fix the input" not in out
 
 

@@ -658,14 +658,20 @@ class Journal:
         return int(found[0])
 
     def records(
-        self, states: Sequence[RowState], *, after: str = "", limit: int = 100
+        self,
+        states: Sequence[RowState],
+        *,
+        after: str = "",
+        limit: int = 100,
+        run: int | None = None,
     ) -> list[JournalRecord]:
-        """Return a page of rows in the given states, in input order then key order."""
+        """Return a page of rows in the given states (of one run), in key order."""
         marks = ", ".join("?" * len(states))
+        in_run = "" if run is None else " AND run = ?"
         cursor = self.db.execute(
-            f"SELECT {_COLUMNS} FROM rows WHERE state IN ({marks}) AND key > ? "
+            f"SELECT {_COLUMNS} FROM rows WHERE state IN ({marks}) AND key > ?{in_run} "
             "ORDER BY key LIMIT ?",
-            (*states, after, limit),
+            (*states, after, *(() if run is None else (run,)), limit),
         )
         return [JournalRecord.from_db(found) for found in cursor]
 

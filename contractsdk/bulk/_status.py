@@ -30,7 +30,8 @@ class JournalStatus:
         runs: Every run: number, mode, source, start, end and how it ended.
         unfinished: The first rows that are ``failed``, ``sending`` or ``pending``, with
             their last errors.
-        invalid: The first invalid rows of the latest run, with their reasons.
+        invalid: The first invalid rows of the latest run that read the input (a ``bulk
+            create``), with their reasons.
         incomplete_count: Rows whose contract exists but lacks a party of the job.
         incomplete: The first of them: ``(key, row, contract id, parties missing and why)``.
         running: True when a process holds the journal's lock, running a job with it (its
@@ -101,11 +102,12 @@ def _read(path: str | os.PathLike[str], limit: int) -> JournalStatus:
             raise JournalError(f"{path} holds no job yet")
         runs = journal.runs()
         latest = runs[-1]["run"] if runs else None
-        invalid = [
-            record
-            for record in journal.records(("invalid",), limit=limit * 4)
-            if record.run == latest
-        ][:limit]
+        # Invalid rows are those of the last run that read the input: a `bulk retry`
+        # reads none, and listed after one the section was empty while the counts said 3.
+        # Filtered in the query: taken from the first rows of every run, the list was
+        # short, or empty, when earlier runs' invalid rows sorted first.
+        read = [found["run"] for found in runs if found["mode"] == "create"]
+        invalid = journal.records(("invalid",), limit=limit, run=read[-1]) if read else []
         return JournalStatus(
             job_id=header["job_id"],
             identity=header["identity"],

@@ -248,7 +248,7 @@ def show_status(args: argparse.Namespace, status: JournalStatus) -> None:
                 "fix the input and run `bulk create` again; a row whose contract exists "
                 "already, made outside this journal, may need nothing"
             )
-        say(f"invalid in the latest run ({advice}):")
+        say(f"invalid when the input was last read ({advice}):")
         print_table(
             ["row", "line", "name", "reasons"],
             [(r.row, r.line, r.name, _reasons(r.error, r.line)) for r in status.invalid],
