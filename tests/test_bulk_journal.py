@@ -559,3 +559,4 @@ async def test_status_lists_the_invalid_rows_of_the_last_run_that_read_the_input
         journal.close()
     status = await read_status(path, limit=5)
     assert [record.key for record in status.invalid] == ["ref:Z0", "ref:Z1"]
+    assert status.invalid_count == 2  # what "… and N more" counts from, not the retry's 0

@@ -411,9 +411,15 @@ class BulkJob:
             await source.aclose()
             raise
         held = None
-        if mode == "create" and not dry_run and source.path is not None:
-            held = FileLock(input_lock_path(self.job_id, source.path))
-            try:
+        run_number = 0
+        outcome_text = "error"
+        out: asyncio.Queue[RowOutcome | End] = asyncio.Queue(_OUTCOME_QUEUE)
+        run: Run | None = None
+        coordinator: asyncio.Task[None] | None = None
+        try:
+            if mode == "create" and not dry_run and source.path is not None:
+                # Refused, the journal made just now for this run is removed below, empty.
+                held = FileLock(input_lock_path(self.job_id, source.path))
                 await asyncio.to_thread(
                     held.acquire,
                     f"another process on this machine is running this job on {source.path} "
@@ -421,18 +427,6 @@ class BulkJob:
                     "rows the other is creating. Let it finish, or stop it, then run this "
                     "command again",
                 )
-            except BaseException:
-                await journal.aclose()
-                if fresh and path is not None:  # made just now, for a run that cannot be
-                    await asyncio.to_thread(_remove_journal, path)
-                await source.aclose()
-                raise
-        run_number = 0
-        outcome_text = "error"
-        out: asyncio.Queue[RowOutcome | End] = asyncio.Queue(_OUTCOME_QUEUE)
-        run: Run | None = None
-        coordinator: asyncio.Task[None] | None = None
-        try:
             await journal.call(lambda j: j.claim(self.job_id, self.identity, __version__))
             header = await journal.call(lambda j: j.header())
             assert header is not None  # claimed

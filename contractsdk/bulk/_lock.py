@@ -20,7 +20,7 @@ from typing import IO
 
 from contractsdk.bulk._schema import JournalError
 
-__all__ = ["FileLock", "input_lock_path"]
+__all__ = ["FileLock", "held", "input_lock_path"]
 
 _ATTEMPTS = 5
 
@@ -80,6 +80,34 @@ class FileLock:
             os.unlink(self.path)
         self._handle.close()
         self._handle = None
+
+
+def held(path: str | os.PathLike[str]) -> bool | None:
+    """Whether a process holds the lock of the lock file at ``path``.
+
+    The lock is tried, shared and without waiting, and let go at once; the file is not
+    created when missing (False: nobody holds it). None when it cannot be told: no
+    advisory locks (Windows), or a file that cannot be opened.
+    """
+    try:
+        import fcntl
+    except ImportError:  # Windows: jobs take no lock, so nothing tells
+        return None
+    try:
+        handle = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True  # held (exclusively) by the process that took it
+    else:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False  # left by a process that was killed: nobody holds it
+    finally:
+        os.close(handle)
 
 
 def input_lock_path(job_id: str, source: Path, folder: str | None = None) -> Path:

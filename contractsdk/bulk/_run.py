@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Awaitable
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -55,6 +56,19 @@ _PAGE = 128
 #: Creates in a row (at least one per worker) that could not connect, each after the
 #: client's own retries, that stop the run: the service is unreachable.
 UNREACHABLE = 10
+
+
+async def _not_found(read: Awaitable[object]) -> str | None:
+    """The service's words if ``read`` is answered 404, else None (other errors propagate).
+
+    Returned, not raised from the except clause: the caller's error has no
+    ``__context__``.
+    """
+    try:
+        await read
+    except NotFoundError as exc:
+        return exc.service_message or exc.message
+    return None
 
 
 class End:
@@ -254,15 +268,12 @@ class Run:
             ConfigurationError: The service has no such user.
         """
         creator = self.spec.created_by
-        try:
-            await self.client.users.get(creator)
-        except NotFoundError as exc:
-            said = exc.service_message or exc.message
-        else:
-            return
-        raise ConfigurationError(
-            f"user {creator}, who is to create the contracts (created_by), does not exist: {said}"
-        )
+        said = await _not_found(self.client.users.get(creator))
+        if said is not None:
+            raise ConfigurationError(
+                f"user {creator}, who is to create the contracts (created_by), does not "
+                f"exist: {said}"
+            )
 
     async def _check_template_of_type(self, team_id: int, type_id: int, template: int) -> None:
         """Refuse a template given with a contract type it is no version of.
@@ -273,17 +284,13 @@ class Run:
         Raises:
             ConfigurationError: The service says the template is not one of the type's.
         """
-        try:
-            await self.client.templates.get(team_id, type_id, template)
-        except NotFoundError as exc:
-            said = exc.service_message or exc.message
-        else:
-            return
-        raise ConfigurationError(
-            f"template {template} is not a version of contract type {type_id} in team "
-            f"{team_id} ({said}); give the contract type's template, or the type alone "
-            "for its newest"
-        )
+        said = await _not_found(self.client.templates.get(team_id, type_id, template))
+        if said is not None:
+            raise ConfigurationError(
+                f"template {template} is not a version of contract type {type_id} in team "
+                f"{team_id} ({said}); give the contract type's template, or the type alone "
+                "for its newest"
+            )
 
     async def _settle_earlier_run(self) -> None:
         """Wait ``round_delay`` if an earlier run left a send whose outcome is unknown.

@@ -9,6 +9,7 @@ from typing import Any
 import attrs
 
 from contractsdk.bulk._journal import Journal, JournalError
+from contractsdk.bulk._lock import held
 from contractsdk.bulk._records import JournalRecord
 from contractsdk.bulk._schema import lock_path
 from contractsdk.bulk._steps import incomplete_count, incomplete_records
@@ -32,6 +33,7 @@ class JournalStatus:
             their last errors.
         invalid: The first invalid rows of the latest run that read the input (a ``bulk
             create``), with their reasons.
+        invalid_count: How many invalid rows that run has (``invalid`` is the first).
         incomplete_count: Rows whose contract exists but lacks a party of the job.
         incomplete: The first of them: ``(key, row, contract id, parties missing and why)``.
         running: True when a process holds the journal's lock, running a job with it (its
@@ -49,6 +51,7 @@ class JournalStatus:
     runs: list[dict[str, Any]]
     unfinished: list[JournalRecord]
     invalid: list[JournalRecord]
+    invalid_count: int = 0
     incomplete_count: int = 0
     incomplete: list[tuple[str, int, int | None, str]] = attrs.field(factory=list)
     running: bool | None = None
@@ -65,30 +68,10 @@ class JournalStatus:
 def _locked(path: str | os.PathLike[str]) -> bool | None:
     """Whether a process holds the journal's lock (``<journal>.lock``, see ``_writer.py``).
 
-    The lock is tried, shared and without waiting, and let go at once; the file is not
-    created when missing (no job ever ran, or the last one ended and removed it). None
-    when the platform has no advisory locks. (A job starting in that very instant is
-    refused as if another ran: it says so, and nothing is lost; run it again.)
+    (A job starting in that very instant is refused as if another ran: it says so, and
+    nothing is lost; run it again.)
     """
-    try:
-        import fcntl
-    except ImportError:  # Windows: jobs take no lock, so nothing tells
-        return None
-    try:
-        handle = os.open(lock_path(path), os.O_RDONLY)
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return None
-    try:
-        fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True  # held (exclusively) by the process running a job
-    else:
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        return False  # left by a process that was killed: nobody holds it
-    finally:
-        os.close(handle)
+    return held(lock_path(path))
 
 
 def _read(path: str | os.PathLike[str], limit: int) -> JournalStatus:
@@ -108,6 +91,7 @@ def _read(path: str | os.PathLike[str], limit: int) -> JournalStatus:
         # short, or empty, when earlier runs' invalid rows sorted first.
         read = [found["run"] for found in runs if found["mode"] == "create"]
         invalid = journal.records(("invalid",), limit=limit, run=read[-1]) if read else []
+        invalid_count = journal.counts(read[-1])["invalid"] if read else 0
         return JournalStatus(
             job_id=header["job_id"],
             identity=header["identity"],
@@ -118,6 +102,7 @@ def _read(path: str | os.PathLike[str], limit: int) -> JournalStatus:
             runs=runs,
             unfinished=journal.records(("failed", "sending", "pending"), limit=limit),
             invalid=invalid,
+            invalid_count=invalid_count,
             incomplete_count=incomplete_count(journal),
             incomplete=incomplete_records(journal, limit),
             running=_either(before, _locked(path)),

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from contractsdk.bulk._journal import Journal
-from contractsdk.bulk._lock import FileLock
+from contractsdk.bulk._lock import FileLock, held
 from contractsdk.bulk._schema import JournalError, check_journal_path, lock_path
 
 __all__ = ["AsyncJournal"]
@@ -252,7 +252,7 @@ def remove_stale_temporary_journals(
                 continue
             if now - _last_change(directory) < older_than:
                 continue
-            if _locked(directory / "journal.db.lock"):
+            if held(directory / "journal.db.lock"):  # a job's, still running
                 continue
             shutil.rmtree(directory)
             removed.append(directory)
@@ -270,22 +270,3 @@ def _me() -> str:
     import getpass
 
     return getpass.getuser()
-
-
-def _locked(lock: Path) -> bool:
-    """Whether a process holds the lock file's lock (False if there is none)."""
-    try:
-        import fcntl
-    except ImportError:  # Windows: no advisory locks; nothing is known to be in use
-        return False
-    try:
-        handle = open(lock)  # noqa: SIM115  # closed below
-    except FileNotFoundError:
-        return False
-    with handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-        return False

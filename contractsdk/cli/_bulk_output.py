@@ -237,7 +237,7 @@ def show_status(args: argparse.Namespace, status: JournalStatus) -> None:
         existing = sum(exists_already(r.error or "") for r in status.invalid)
         if not existing:
             advice = "fix the input and run `bulk create` again"
-        elif existing == len(status.invalid) == status.latest_counts["invalid"]:
+        elif existing == len(status.invalid) == status.invalid_count:
             advice = (
                 "their contracts exist already, made outside this journal: nothing to do if "
                 "they are these rows' contracts, else rename the rows and run `bulk create` "
@@ -254,7 +254,7 @@ def show_status(args: argparse.Namespace, status: JournalStatus) -> None:
             [(r.row, r.line, r.name, _reasons(r.error, r.line)) for r in status.invalid],
             out=out,
         )
-        _say_more(args, status.latest_counts["invalid"], len(status.invalid))
+        _say_more(args, status.invalid_count, len(status.invalid))
 
 
 def _say_more(args: argparse.Namespace, total: int, shown: int) -> None:
