@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from contractsdk import __version__
 from contractsdk._exceptions import ConfigurationError
 from contractsdk.bulk._journal import JournalError
+from contractsdk.bulk._lease import InputLease
 from contractsdk.bulk._lock import FileLock, input_lock_path
 from contractsdk.bulk._model import (
     BulkPlan,
@@ -411,6 +412,7 @@ class BulkJob:
             await source.aclose()
             raise
         held = None
+        lease: InputLease | None = None
         run_number = 0
         outcome_text = "error"
         out: asyncio.Queue[RowOutcome | End] = asyncio.Queue(_OUTCOME_QUEUE)
@@ -427,6 +429,9 @@ class BulkJob:
                     "rows the other is creating. Let it finish, or stop it, then run this "
                     "command again",
                 )
+                lease = _lease(self._client, self.job_id, source)
+                if lease is not None:
+                    await lease.acquire(str(source.path))
             await journal.call(lambda j: j.claim(self.job_id, self.identity, __version__))
             header = await journal.call(lambda j: j.header())
             assert header is not None  # claimed
@@ -448,6 +453,8 @@ class BulkJob:
                 stopped=self._stop_asked and not dry_run,
             )
             run.tally.total = total
+            if lease is not None:
+                lease.keep(run.fail)
             coordinator = asyncio.create_task(run.coordinate(), name="bulk-coordinator")
             while True:
                 item = await out.get()
@@ -492,7 +499,10 @@ class BulkJob:
                 if empty and path is not None:
                     await asyncio.to_thread(_remove_journal, path)
             finally:
-                if held is not None:  # let go once nothing more can be sent or written
+                # Let go once nothing more can be sent or written.
+                if lease is not None:
+                    await lease.release()
+                if held is not None:
                     held.release()
 
     def _summary(self, run: Run | None, run_number: int, dry_run: bool) -> BulkSummary:
@@ -508,6 +518,14 @@ class BulkJob:
         return run.tally.summary(
             stats, job_id=self.job_id, run=run_number, stopped=run.stopping, dry_run=dry_run
         )
+
+
+def _lease(client: ContractClient, job_id: str, source: RowSource) -> InputLease | None:
+    """The lease a run of ``source`` takes in the client's Redis, if it shares one."""
+    shared = client._shared  # the client's own Redis connection, namespaced by credential
+    if shared is None or source.digest is None:
+        return None
+    return InputLease(shared, job_id, source.digest)
 
 
 def _remove_journal(path: Path) -> None:

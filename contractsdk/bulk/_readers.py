@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import hashlib
 import json
 import os
 import re
@@ -274,8 +275,12 @@ class _NotUtf8:
                 self.raw = _bytes_of(found.group())
 
 
-def _scan(path: Path, handle: BinaryIO, hint: str, *, header: int) -> int:
-    """Read a file's bytes once: refuse one that is not UTF-8 text; return its line count.
+def _scan(path: Path, handle: BinaryIO, hint: str, *, header: int) -> tuple[int, str]:
+    """Read a file's bytes once: refuse one that is not UTF-8 text; count and hash it.
+
+    Returns:
+        Its line count, and the SHA-256 of its bytes (what names it to other hosts:
+        :mod:`contractsdk.bulk._lease`).
 
     Args:
         path: The file, for messages.
@@ -289,6 +294,7 @@ def _scan(path: Path, handle: BinaryIO, hint: str, *, header: int) -> int:
             beyond ASCII (it was saved in another encoding).
     """
     head = handle.read(_SCAN_BLOCK)
+    digest = hashlib.sha256(head)
     if head.startswith(b"PK\x03\x04"):
         raise ConfigurationError(f"{path} is a zip file (an Excel workbook?), not text. {hint}")
     mark = next((bom for bom in (b"\xff\xfe", b"\xfe\xff") if head.startswith(bom)), None)
@@ -311,6 +317,7 @@ def _scan(path: Path, handle: BinaryIO, hint: str, *, header: int) -> int:
         if not more:
             break
         block = handle.read(_SCAN_BLOCK)
+        digest.update(block)
         more = bool(block)
         last = block[-1:] or last
         data += block
@@ -321,7 +328,7 @@ def _scan(path: Path, handle: BinaryIO, hint: str, *, header: int) -> int:
             f"{path} is not UTF-8 text: line {found.first} has {_describe_bytes(found.raw)}"
             f"{also}, so it was saved in another encoding. {hint}"
         )
-    return lines + (last not in (b"", b"\n", b"\r"))
+    return lines + (last not in (b"", b"\n", b"\r")), digest.hexdigest()
 
 
 def _open_text(path: Path) -> TextIO:
@@ -341,10 +348,12 @@ class RowSource:
         columns: The column names when the source declares them up front (a CSV header),
             else None (JSONL and iterables: each record has its own keys).
         path: The file read, if the source is a file.
+        digest: The SHA-256 of the file's bytes, once :meth:`open` has read them.
     """
 
     columns: tuple[str, ...] | None = None
     path: Path | None = None
+    digest: str | None = None
 
     def chunks(self, size: int = CHUNK_ROWS) -> AsyncGenerator[list[SourceRow], None]:
         """Return the rows in lists of at most ``size`` records (an async generator)."""
@@ -396,7 +405,7 @@ class _FileSource(RowSource):
         try:
             try:
                 with open(self._path, "rb") as raw:
-                    self._lines_seen = _scan(
+                    self._lines_seen, self.digest = _scan(
                         self._path, raw, self._save_as, header=self._header_lines()
                     )
             except OSError as exc:

@@ -1,0 +1,185 @@
+"""One run of a job's input at a time across hosts: a lease in the client's Redis.
+
+The file locks (:mod:`contractsdk.bulk._lock`) see one machine. The same file run on two
+hosts at once (copied to both, each run with its own journal: two replicas of one batch
+job) has each run list the team before the other created anything, and every row made
+twice. So when the client shares Redis (``redis=``, ``--redis``), a run of a file also
+holds a lease there, named by the job id and a hash of the file's *bytes*: a copy of the
+file, wherever it is, is the same input; another file of the job (the other half of a
+split file) is not.
+
+* Taken and kept by one script (:data:`_HOLD`): the lease is this run's, or free and
+  taken, or another's, and then the run is refused before it sends anything, naming the
+  holder (host, process id, since when: never a secret).
+* Kept alive every ``ttl / 3`` seconds while the run goes on; a process killed lets it go
+  ``ttl`` seconds later. Taken again if Redis forgot it (restarted without persistence).
+  Found held by another run (this one was stopped longer than ``ttl``, or Redis was away
+  while the other started), it stops this run: both are sending, and the rows this one
+  has not sent stay pending.
+* Redis away is not the job failing, as for the rate limits: the run goes on with one
+  warning (the machine's own locks still hold), and the lease is taken when Redis answers.
+* Let go at the end only if it is still this run's (:data:`_LET_GO`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import secrets
+import socket
+import time
+from collections.abc import Callable
+from typing import Final
+
+from contractsdk._redis import RedisUnavailableError, SharedRedis
+from contractsdk.bulk._schema import JournalError
+
+__all__ = ["LEASE_TTL", "InputLease"]
+
+logger = logging.getLogger("contractsdk.bulk")
+
+#: Seconds a lease outlives the last time its run kept it alive.
+LEASE_TTL: Final = 30.0
+
+#: Keep the lease if it is ours, take it if free; else return who holds it.
+_HOLD: Final = """
+local held = redis.call('GET', KEYS[1])
+if held == ARGV[1] or not held then
+    redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+    return 1
+end
+return held
+"""
+#: Let the lease go if it is still ours.
+_LET_GO: Final = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+class InputLease:
+    """A run's lease on its input, shared through Redis (see the module header).
+
+    Args:
+        shared: The client's Redis.
+        job_id: The job's id.
+        digest: The hash of the input file's bytes.
+        ttl: Seconds the lease outlives its last renewal (``LEASE_TTL`` if None).
+        clock: Wall-clock seconds, for the "since" a refused run is told.
+    """
+
+    def __init__(
+        self,
+        shared: SharedRedis,
+        job_id: str,
+        digest: str,
+        *,
+        ttl: float | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._shared = shared
+        self.key = shared.key("bulk", job_id, digest[:32])
+        ttl = LEASE_TTL if ttl is None else ttl
+        self._ttl_ms = max(1, round(ttl * 1000))
+        self._every = ttl / 3
+        self._value = json.dumps(
+            {
+                "host": socket.gethostname(),
+                "pid": os.getpid(),
+                "since": round(clock()),
+                "run": secrets.token_hex(8),
+            },
+            separators=(",", ":"),
+        )
+        self.held = False
+        self._keeper: asyncio.Task[None] | None = None
+        self._warned = False
+
+    async def acquire(self, what: str) -> None:
+        """Take the lease, or refuse the run; Redis away: go on without it (one warning).
+
+        Args:
+            what: The input, as the refusal names it.
+
+        Raises:
+            JournalError: Another run holds the lease.
+        """
+        holder = await self._hold()
+        if holder is not None:
+            raise JournalError(
+                f"another run of this job on {what} is under way ({holder}, through the "
+                "shared Redis) with another journal: two runs of one input each create "
+                "the rows the other is creating. Let it finish, or stop it, then run this "
+                "command again"
+            )
+
+    def keep(self, lost: Callable[[JournalError], None]) -> None:
+        """Keep the lease alive while the run goes on; ``lost(error)`` if another takes it."""
+        if self._keeper is None:
+            self._keeper = asyncio.create_task(self._keep(lost), name="bulk-lease")
+
+    async def release(self) -> None:
+        """Stop keeping the lease, and let it go if it is still this run's."""
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
+        if not self.held:
+            return
+        self.held = False
+        script = self._shared.script("bulk-let-go", _LET_GO)
+        with contextlib.suppress(RedisUnavailableError):  # it expires on its own
+            await self._shared.call(lambda: script(keys=[self.key], args=[self._value]))
+
+    async def _keep(self, lost: Callable[[JournalError], None]) -> None:
+        while True:
+            await asyncio.sleep(self._every)
+            holder = await self._hold()
+            if holder is not None:
+                lost(
+                    JournalError(
+                        f"another run of this job on the same input started ({holder}) "
+                        "while this run's lease in the shared Redis lapsed: this run stops, "
+                        "and its rows not sent stay pending"
+                    )
+                )
+                return
+
+    async def _hold(self) -> str | None:
+        """Take or keep the lease: None if this run holds it (or Redis is away), else who does."""
+        script = self._shared.script("bulk-hold", _HOLD)
+        try:
+            answer = await self._shared.call(
+                lambda: script(keys=[self.key], args=[self._value, self._ttl_ms])
+            )
+        except RedisUnavailableError:
+            self.held = False
+            if not self._warned:
+                self._warned = True
+                logger.warning(
+                    "Redis is away: this run of the job is not seen by other hosts until it "
+                    "is back (runs on this machine still are)"
+                )
+            return None
+        if answer == 1:
+            self.held = True
+            return None
+        self.held = False
+        return _holder(answer)
+
+
+def _holder(value: object) -> str:
+    """Describe the run holding a lease from its stored value (host, process, since)."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    try:
+        data = json.loads(str(value))
+        host, pid, since = str(data["host"]), int(data["pid"]), float(data["since"])
+    except (ValueError, KeyError, TypeError):
+        return "a holder this version cannot read"
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(since))
+    return f"host {host[:64]!r}, process {pid}, since {when}"
