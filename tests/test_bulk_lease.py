@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,7 @@ def lease_keys(redis_server: RedisServer) -> list[str]:
 
 
 async def test_a_copy_of_the_file_on_another_host_is_refused(
-    tmp_path: Path, redis_server: RedisServer
+    tmp_path: Path, redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two hosts, one file copied to each, two journals: the second run is refused.
 
@@ -97,6 +98,7 @@ async def test_a_copy_of_the_file_on_another_host_is_refused(
             )
             await asyncio.sleep(0.3)  # its first creates are on their way
             assert len(lease_keys(redis_server)) == 1
+            other_machine(monkeypatch, tmp_path)  # its file locks are not the first's
             with pytest.raises(JournalError, match=r"another run of this job on .*rows\.csv") as e:
                 await run_job(job_of(second, server, copy, host_b / "j.db"))
             assert "process" in str(e.value) and "since" in str(e.value)
@@ -112,12 +114,37 @@ async def test_a_copy_of_the_file_on_another_host_is_refused(
     assert {o.state for o in again} == {"invalid"}  # free again: its rows exist already
 
 
-async def test_without_redis_the_copy_is_not_seen(tmp_path: Path) -> None:
-    """What the lease is for: without shared Redis, the copy's run is not refused.
+def other_machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """From now on, runs take their file locks where another host would: elsewhere."""
+    elsewhere = tmp_path / "other-tmp"
+    elsewhere.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(elsewhere))
 
-    (It makes every row twice or is refused row by row, as the names race; documented in
-    docs/bulk.md.) A file that differs by one byte is another input either way.
+
+async def test_a_copy_on_this_machine_is_refused_without_redis(tmp_path: Path) -> None:
+    """On one machine the lock named by the file's bytes sees a copy, Redis or not.
+
+    (Not seen, the copy's run listed the team before the first created anything, and made
+    every row again.)
     """
+    source = weekly_rows_csv(tmp_path / "rows.csv", 8, "Flat")
+    copy = tmp_path / "copy.csv"
+    shutil.copyfile(source, copy)
+    async with slow_emulator() as server, emulator_client(server) as client:
+        running = asyncio.create_task(
+            run_job(job_of(client, server, source, tmp_path / "a.db", concurrency=2))
+        )
+        await asyncio.sleep(0.3)
+        with pytest.raises(JournalError, match=r"on this machine .*copy\.csv \(or a copy"):
+            await run_job(job_of(client, server, copy, tmp_path / "b.db"))
+        outcomes = await running
+        names = await listed_names(server, team_and_template(server)[0])
+    assert [o.state for o in outcomes] == ["created"] * 8
+    assert len(names) == len(set(names)) == 8
+
+
+async def test_a_copy_has_the_same_digest_an_edit_another(tmp_path: Path) -> None:
+    """What names an input to the locks by bytes and the lease: its SHA-256."""
     source = weekly_rows_csv(tmp_path / "rows.csv", 3, "Flat")
     copy = tmp_path / "copy.csv"
     shutil.copyfile(source, copy)

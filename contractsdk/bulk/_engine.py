@@ -34,7 +34,7 @@ from contractsdk import __version__
 from contractsdk._exceptions import ConfigurationError
 from contractsdk.bulk._journal import JournalError
 from contractsdk.bulk._lease import InputLease
-from contractsdk.bulk._lock import FileLock, input_lock_path
+from contractsdk.bulk._lock import FileLock, input_lock_paths
 from contractsdk.bulk._model import (
     BulkPlan,
     BulkProgress,
@@ -411,7 +411,7 @@ class BulkJob:
         except BaseException:
             await source.aclose()
             raise
-        held = None
+        held: list[FileLock] = []
         lease: InputLease | None = None
         run_number = 0
         outcome_text = "error"
@@ -421,14 +421,16 @@ class BulkJob:
         try:
             if mode == "create" and not dry_run and source.path is not None:
                 # Refused, the journal made just now for this run is removed below, empty.
-                held = FileLock(input_lock_path(self.job_id, source.path))
-                await asyncio.to_thread(
-                    held.acquire,
+                busy = (
                     f"another process on this machine is running this job on {source.path} "
-                    "with another journal (or none): two runs of one file each create the "
-                    "rows the other is creating. Let it finish, or stop it, then run this "
-                    "command again",
+                    "(or a copy of it) with another journal (or none): two runs of one file "
+                    "each create the rows the other is creating. Let it finish, or stop it, "
+                    "then run this command again"
                 )
+                for lock_path in input_lock_paths(self.job_id, source.path, source.digest):
+                    lock = FileLock(lock_path)
+                    await asyncio.to_thread(lock.acquire, busy)
+                    held.append(lock)
                 lease = _lease(self._client, self.job_id, source)
                 if lease is not None:
                     await lease.acquire(str(source.path))
@@ -502,8 +504,8 @@ class BulkJob:
                 # Let go once nothing more can be sent or written.
                 if lease is not None:
                     await lease.release()
-                if held is not None:
-                    held.release()
+                for lock in held:
+                    lock.release()
 
     def _summary(self, run: Run | None, run_number: int, dry_run: bool) -> BulkSummary:
         stats = self._client.stats

@@ -20,7 +20,7 @@ from typing import IO
 
 from contractsdk.bulk._schema import JournalError
 
-__all__ = ["FileLock", "held", "input_lock_path"]
+__all__ = ["FileLock", "held", "input_lock_paths"]
 
 _ATTEMPTS = 5
 
@@ -110,17 +110,23 @@ def held(path: str | os.PathLike[str]) -> bool | None:
         os.close(handle)
 
 
-def input_lock_path(job_id: str, source: Path, folder: str | None = None) -> Path:
-    """The lock of one job run on one input file, on this machine.
+def input_lock_paths(
+    job_id: str, source: Path, digest: str | None, folder: str | None = None
+) -> list[Path]:
+    """The locks of one job run on one input file, on this machine: by path, and by bytes.
 
     A job's journal lock covers that journal only: the same file run at once with two
     journals (a second terminal, ``--journal other.db``) made every row twice, each run
     listing the team before the other had created anything. The job id and the input's
-    real path name this lock, in the machine's temporary folder, so any two runs of a job
-    on one file meet there, whatever their journals. The user's id is part of the name:
+    real path name one lock, in the machine's temporary folder, so any two runs of a job
+    on one file meet there, whatever their journals (and whatever the file holds by the
+    time the second starts); the job id and a hash of its bytes (``digest``) name the
+    other, where a copy of the file meets it. The user's id is part of the name:
     another user's lock file is not one this process could open.
     """
-    where = hashlib.sha256(os.fsencode(os.path.realpath(source))).hexdigest()[:16]
     user = os.getuid() if hasattr(os, "getuid") else 0
     base = Path(folder or tempfile.gettempdir())
-    return base / f"contractsdk-bulk-{user}-{job_id}-{where}.lock"
+    names = [hashlib.sha256(os.fsencode(os.path.realpath(source))).hexdigest()[:16]]
+    if digest is not None:
+        names.append(f"bytes-{digest[:16]}")
+    return [base / f"contractsdk-bulk-{user}-{job_id}-{name}.lock" for name in names]
