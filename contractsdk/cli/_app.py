@@ -23,10 +23,11 @@ from typing import Any
 import attrs
 import click
 
-from contractsdk._exceptions import ConfigurationError
+from contractsdk._exceptions import ConfigurationError, ContractSDKError
 from contractsdk._ids import INT64_MAX, parse_id
 from contractsdk._logging import logger
 from contractsdk._redact import scrub
+from contractsdk.cli._errors import reword
 from contractsdk.cli._output import console
 
 __all__ = [
@@ -107,9 +108,22 @@ class Invocation:
     args: argparse.Namespace = attrs.field(repr=False)
 
     async def run(self) -> int:
-        """Run the command in the current event loop and return its exit code."""
+        """Run the command in the current event loop and return its exit code.
+
+        Raises:
+            ContractSDKError: What the command raised, naming the options or variables the
+                user gave rather than the Python API's parameters (:func:`reword`).
+        """
         with _request_log(self.args.verbose):
-            return await self.handler(self.args) or 0
+            try:
+                return await self.handler(self.args) or 0
+            except ContractSDKError as error:
+                # Only its words change: its class (the exit code), its attributes and its
+                # traceback stay, as _send does with a 401's hint.
+                reworded = reword(error.message, self.args)
+                if reworded != error.message:
+                    error.args = (reworded, *error.args[1:])
+                raise
 
     def run_sync(self) -> int:
         """Run the command in a new event loop and return its exit code."""

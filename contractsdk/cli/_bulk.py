@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import importlib.resources
 import json
+import math
 import os
 import shlex
 from collections.abc import Callable, Iterator
@@ -511,9 +512,24 @@ def bulk() -> None:
 JOURNAL = argument("journal", help="The job's journal (FILE.journal.db).")
 
 
+class _FiniteRange(click.FloatRange):
+    """A float in a range, and finite: click's range lets ``nan`` and ``inf`` through.
+
+    ``--write-rate nan`` reached the rate limiter, which said "RateLimits.write must be a
+    positive number or None": the Python API's words, not the option's.
+    """
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Read the number, or refuse it (a usage error naming the option)."""
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{number} is not a finite number", param, ctx)
+        return number
+
+
 def _at_least(name: str, low: float, default: float, text: str, metavar: str = "N") -> Any:
     """A numeric option of a run: at least ``low``, its default shown in ``--help``."""
-    kind = click.IntRange(min=int(low)) if type(default) is int else click.FloatRange(min=low)
+    kind = click.IntRange(min=int(low)) if type(default) is int else _FiniteRange(min=low)
     return click.option(
         name, type=kind, default=default, show_default=True, metavar=metavar, help=text
     )
@@ -535,7 +551,7 @@ def _run_options(handler: F) -> F:
         click.option("-q", "--quiet", is_flag=True, help="No progress display."),
         click.option(
             "--write-rate",
-            type=click.FloatRange(min=0, min_open=True),
+            type=_FiniteRange(min=0, min_open=True),
             metavar="PER_SECOND",
             help="The service's write limit, if not the environment's documented one.",
         ),
