@@ -11,6 +11,8 @@ import asyncio
 import json
 import logging
 import shutil
+import signal
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -20,15 +22,19 @@ import redis.asyncio as aioredis
 
 from contractsdk._redis import SharedRedis, namespace
 from contractsdk.bulk import BulkJob, JournalError, RowOutcome, _lease
-from contractsdk.bulk._lease import InputLease, _holder
+from contractsdk.bulk._lease import InputLease, _holder, _node
 from contractsdk.bulk._readers import open_source
 from contractsdk.sandbox import FaultRule, SandboxServer
 from tests._bulkkit import (
     LIMIT,
+    command_emulator,
+    created_in,
     emulator_client,
     journal_counts,
     listed_names,
+    start_command,
     team_and_template,
+    wait_until,
     weekly_rows_csv,
 )
 from tests._redisserver import RedisServer
@@ -253,3 +259,78 @@ def test_a_holder_written_by_anything_else_is_described_safely() -> None:
     assert _holder(b'{"host": 5}') == "a holder this version cannot read"
     long = json.dumps({"host": "h" * 500, "pid": 7, "since": 0, "run": "r"}).encode()
     assert _holder(long) == f"host {'h' * 64!r}, process 7, since 1970-01-01 00:00:00 UTC"
+
+
+async def test_killed_then_run_again_on_its_machine_resumes_at_once(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """``kill -9``, then the same command: the dead process's lease is taken over.
+
+    It would lapse only 30 s later: until then the resume was refused, naming a process
+    that no longer ran. On the machine where it ran, its process id says it is gone.
+    """
+    async with command_emulator([FaultRule(CREATE, latency=0.02)]) as server:
+        team_id = team_and_template(server)[0]
+        source = weekly_rows_csv(tmp_path / "rows.csv", 60, "Flat")
+        journal = tmp_path / "job.db"
+        command = start_command(server, source, journal, "--redis", redis_server.url)
+        await wait_until(lambda: created_in(journal) >= 3, command)
+        command.send_signal(signal.SIGKILL)
+        code, output = await command.finish(LIMIT)
+        assert code == -signal.SIGKILL, output
+        assert len(lease_keys(redis_server)) == 1  # left behind, for 30 s
+        async with emulator_client(server, redis=redis_server.url) as client:
+            outcomes = await run_job(job_of(client, server, source, journal, round_delay=0.0))
+        names = await listed_names(server, team_id)
+    assert {o.state for o in outcomes} <= {"created", "skipped"}
+    assert len(names) == len(set(names)) == 60
+    assert lease_keys(redis_server) == []
+
+
+@pytest.mark.skipif(_node() is None, reason="process ids are compared on Linux only")
+async def test_only_a_holder_gone_from_this_machine_is_taken_over(
+    redis_server: RedisServer,
+) -> None:
+    """Its process not running, on this boot and process namespace: taken over at once.
+
+    Running (another process's lease), or of another machine or namespace (whose ids mean
+    other processes), or unreadable: the run is refused, as the lease may be live.
+    """
+    ended = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
+    await ended.wait()  # reaped: its id names no process
+    dead = ended.pid
+    living = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", "import time; time.sleep(30)"
+    )
+    shared = SharedRedis(redis_server.url, prefix=namespace("http://127.0.0.1:1", "id"))
+    writer = aioredis.Redis.from_url(redis_server.url)
+
+    def value(pid: int, node: str | None) -> str:
+        return json.dumps({"host": "here", "node": node, "pid": pid, "since": 0, "run": "r"})
+
+    cases = [
+        (value(dead, _node()), True),
+        (value(living.pid, _node()), False),
+        (value(dead, "another-boot/pid:[1]"), False),
+        (value(dead, None), False),
+        ('{"node": 5, "pid": "x"}', False),
+        (value(10**30, _node()), False),
+    ]
+    try:
+        for held, taken in cases:
+            lease = InputLease(shared, "job", "e" * 64)
+            await writer.set(lease.key, held, px=30_000)
+            if taken:
+                await lease.acquire("rows.csv")
+                assert lease.held
+                await lease.release()
+                assert await writer.get(lease.key) is None
+            else:
+                with pytest.raises(JournalError, match="under way"):
+                    await lease.acquire("rows.csv")
+                assert await writer.get(lease.key) == held.encode()
+    finally:
+        living.kill()
+        await living.wait()
+        await writer.aclose()
+        await shared.aclose()

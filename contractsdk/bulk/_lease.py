@@ -12,7 +12,10 @@ split file) is not.
   taken, or another's, and then the run is refused before it sends anything, naming the
   holder (host, process id, since when: never a secret).
 * Kept alive every ``ttl / 3`` seconds while the run goes on; a process killed lets it go
-  ``ttl`` seconds later. Taken again if Redis forgot it (restarted without persistence).
+  ``ttl`` seconds later, unless the next run is on its machine: a holder whose process
+  is not running there (same boot, same process namespace, so its id means the same) is
+  taken over at once (:data:`_TAKE_OVER`), and ``kill -9`` then run again resumes as it
+  does without Redis. Taken again if Redis forgot it (restarted without persistence).
   Found held by another run (this one was stopped longer than ``ttl``, or Redis was away
   while the other started), it stops this run: both are sending, and the rows this one
   has not sent stay pending.
@@ -53,6 +56,14 @@ if held == ARGV[1] or not held then
 end
 return held
 """
+#: Take the lease from a holder known dead, if it still holds it.
+_TAKE_OVER: Final = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+    redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+    return 1
+end
+return 0
+"""
 #: Let the lease go if it is still ours.
 _LET_GO: Final = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -83,11 +94,13 @@ class InputLease:
         self._shared = shared
         self.key = shared.key("bulk", job_id, digest[:32])
         ttl = LEASE_TTL if ttl is None else ttl
+        self._ttl = ttl
         self._ttl_ms = max(1, round(ttl * 1000))
         self._every = ttl / 3
         self._value = json.dumps(
             {
                 "host": socket.gethostname(),
+                "node": _node(),
                 "pid": os.getpid(),
                 "since": round(clock()),
                 "run": secrets.token_hex(8),
@@ -95,6 +108,7 @@ class InputLease:
             separators=(",", ":"),
         )
         self.held = False
+        self._stale: bytes | str | None = None  # the value of a holder whose process is gone
         self._keeper: asyncio.Task[None] | None = None
         self._warned = False
 
@@ -108,12 +122,15 @@ class InputLease:
             JournalError: Another run holds the lease.
         """
         holder = await self._hold()
+        if holder is not None and await self._take_over():
+            holder = None
         if holder is not None:
             raise JournalError(
                 f"another run of this job on {what} is under way ({holder}, through the "
                 "shared Redis) with another journal: two runs of one input each create "
                 "the rows the other is creating. Let it finish, or stop it, then run this "
-                "command again"
+                f"command again (a process killed on another host lets go {self._ttl:g} s "
+                "after it last kept its lease)"
             )
 
     def keep(self, lost: Callable[[JournalError], None]) -> None:
@@ -149,6 +166,28 @@ class InputLease:
                 )
                 return
 
+    async def _take_over(self) -> bool:
+        """Take the lease from a run whose process is gone from this machine; True if taken.
+
+        Its value is read again and compared in the script: a holder that changed
+        meanwhile (a live run took it) is left alone.
+        """
+        stale = self._stale
+        if stale is None:
+            return False
+        script = self._shared.script("bulk-take-over", _TAKE_OVER)
+        try:
+            taken = await self._shared.call(
+                lambda: script(keys=[self.key], args=[stale, self._value, self._ttl_ms])
+            )
+        except RedisUnavailableError:
+            return False
+        if taken != 1:
+            return False
+        self.held = True
+        logger.info("took over the lease of a run whose process is gone: %s", _holder(stale))
+        return True
+
     async def _hold(self) -> str | None:
         """Take or keep the lease: None if this run holds it (or Redis is away), else who does."""
         script = self._shared.script("bulk-hold", _HOLD)
@@ -169,7 +208,44 @@ class InputLease:
             self.held = True
             return None
         self.held = False
+        self._stale = answer if _gone(answer) else None
         return _holder(answer)
+
+
+def _node() -> str | None:
+    """This machine's boot and process namespace, where a process id names one process.
+
+    (Linux; elsewhere None, and a dead holder's lease is waited out.) A host name alone
+    is not enough: containers that share the host's network share its name, not its
+    process ids.
+    """
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as boot:
+            return f"{boot.read().strip()}/{os.readlink('/proc/self/ns/pid')}"
+    except OSError:
+        return None
+
+
+def _gone(value: object) -> bool:
+    """Whether a lease's holder is a process of this machine that is no longer running."""
+    node = _node()
+    if node is None:
+        return False
+    try:
+        data = json.loads(value.decode() if isinstance(value, bytes) else str(value))
+        pid = int(data["pid"])
+        same = data["node"] == node
+    except (ValueError, KeyError, TypeError, OverflowError):
+        return False
+    if not same or pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, OverflowError):  # another user's (it runs), or no process id at all
+        return False
+    return False
 
 
 def _holder(value: object) -> str:
@@ -178,8 +254,8 @@ def _holder(value: object) -> str:
         value = value.decode("utf-8", "replace")
     try:
         data = json.loads(str(value))
-        host, pid, since = str(data["host"]), int(data["pid"]), float(data["since"])
-    except (ValueError, KeyError, TypeError):
+        host, pid = str(data["host"]), int(data["pid"])
+        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(data["since"])))
+    except (ValueError, KeyError, TypeError, OverflowError, OSError):
         return "a holder this version cannot read"
-    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(since))
     return f"host {host[:64]!r}, process {pid}, since {when}"
