@@ -193,6 +193,29 @@ def team_and_template(server: SandboxServer) -> tuple[int, int, int]:
     return team.id, ast.template_ids[0], user.id
 
 
+def keyed_job(
+    client: ContractClient,
+    server: SandboxServer,
+    source: Any,
+    journal: Path,
+    *,
+    key_column: str | None = "ref",
+    **options: Any,
+) -> BulkJob:
+    """A job of ``source`` into the emulator's shared team, keyed by ``ref``, journalled."""
+    team_id, template_id, user_id = team_and_template(server)
+    return BulkJob(
+        client,
+        source,
+        team_id=team_id,
+        template_id=template_id,
+        created_by=user_id,
+        key_column=key_column,
+        journal=journal,
+        **options,
+    )
+
+
 def command_emulator(faults: Sequence[FaultRule] = ()) -> SandboxServer:
     """An emulator for :func:`start_command`, with limits far above what a test sends.
 

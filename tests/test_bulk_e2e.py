@@ -31,6 +31,7 @@ from tests._bulkkit import (
     emulator_client,
     faults_seen,
     journal_counts,
+    keyed_job,
     listed_names,
     resume,
     start_command,
@@ -71,28 +72,6 @@ async def run_job(job: BulkJob) -> list[RowOutcome]:
 
 async def _collect(outcomes: Any) -> list[RowOutcome]:
     return [outcome async for outcome in outcomes]
-
-
-def keyed_job(
-    client: ContractClient,
-    server: SandboxServer,
-    rows: list[dict[str, str]],
-    journal: Path,
-    *,
-    key_column: str | None = "ref",
-    **options: Any,
-) -> BulkJob:
-    team_id, template_id, user_id = team_and_template(server)
-    return BulkJob(
-        client,
-        rows,
-        team_id=team_id,
-        template_id=template_id,
-        created_by=user_id,
-        key_column=key_column,
-        journal=journal,
-        **options,
-    )
 
 
 async def test_faults_every_row_accounted_for(tmp_path: Path) -> None:
@@ -252,7 +231,7 @@ async def test_one_file_run_at_once_with_two_journals_is_refused(tmp_path: Path)
         write_csv(other, source_rows(10)[8:])
 
         def job(path: Path, journal: str, **options: Any) -> BulkJob:
-            return keyed_job(client, server, path, tmp_path / journal, **options)  # type: ignore[arg-type]
+            return keyed_job(client, server, path, tmp_path / journal, **options)
 
         async with emulator_client(server) as client:
             running = asyncio.create_task(run_job(job(source, "a.db", concurrency=2)))

@@ -15,22 +15,23 @@ import signal
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
 
 from contractsdk._redis import SharedRedis, namespace
-from contractsdk.bulk import BulkJob, JournalError, RowOutcome, _lease
+from contractsdk.bulk import JournalError, _lease
 from contractsdk.bulk._lease import InputLease, _holder, _node
 from contractsdk.bulk._readers import open_source
 from contractsdk.sandbox import FaultRule, SandboxServer
 from tests._bulkkit import (
     LIMIT,
+    collect,
     command_emulator,
     created_in,
     emulator_client,
     journal_counts,
+    keyed_job,
     listed_names,
     start_command,
     team_and_template,
@@ -42,29 +43,6 @@ from tests._redisserver import RedisServer
 pytestmark = pytest.mark.e2e
 
 CREATE = "POST /v1/teams/*/contracts"
-
-
-def job_of(
-    client: Any, server: SandboxServer, path: Path, journal: Path, **options: Any
-) -> BulkJob:
-    team_id, template_id, user_id = team_and_template(server)
-    return BulkJob(
-        client,
-        path,
-        team_id=team_id,
-        template_id=template_id,
-        created_by=user_id,
-        key_column="ref",
-        journal=journal,
-        **options,
-    )
-
-
-async def run_job(job: BulkJob) -> list[RowOutcome]:
-    async def consume() -> list[RowOutcome]:
-        return [outcome async for outcome in job.run()]
-
-    return await asyncio.wait_for(consume(), LIMIT)
 
 
 def slow_emulator() -> SandboxServer:
@@ -100,19 +78,19 @@ async def test_a_copy_of_the_file_on_another_host_is_refused(
             emulator_client(server, redis=redis_server.url) as second,
         ):
             running = asyncio.create_task(
-                run_job(job_of(first, server, source, host_a / "j.db", concurrency=2))
+                collect(keyed_job(first, server, source, host_a / "j.db", concurrency=2))
             )
             await asyncio.sleep(0.3)  # its first creates are on their way
             assert len(lease_keys(redis_server)) == 1
             other_machine(monkeypatch, tmp_path)  # its file locks are not the first's
             with pytest.raises(JournalError, match=r"another run of this job on .*rows\.csv") as e:
-                await run_job(job_of(second, server, copy, host_b / "j.db"))
+                await collect(keyed_job(second, server, copy, host_b / "j.db"))
             assert "process" in str(e.value) and "since" in str(e.value)
             assert not (host_b / "j.db").exists()  # made for the refused run, removed
-            beside = await run_job(job_of(second, server, other, host_b / "k.db"))
+            beside = await collect(keyed_job(second, server, other, host_b / "k.db"))
             outcomes = await running
             assert lease_keys(redis_server) == []  # let go at the end
-            again = await run_job(job_of(second, server, copy, host_b / "j.db"))
+            again = await collect(keyed_job(second, server, copy, host_b / "j.db"))
         names = await listed_names(server, team_id)
     assert [o.state for o in outcomes] == ["created"] * 8
     assert [o.state for o in beside] == ["created"] * 3
@@ -138,11 +116,11 @@ async def test_a_copy_on_this_machine_is_refused_without_redis(tmp_path: Path) -
     shutil.copyfile(source, copy)
     async with slow_emulator() as server, emulator_client(server) as client:
         running = asyncio.create_task(
-            run_job(job_of(client, server, source, tmp_path / "a.db", concurrency=2))
+            collect(keyed_job(client, server, source, tmp_path / "a.db", concurrency=2))
         )
         await asyncio.sleep(0.3)
         with pytest.raises(JournalError, match=r"on this machine .*copy\.csv \(or a copy"):
-            await run_job(job_of(client, server, copy, tmp_path / "b.db"))
+            await collect(keyed_job(client, server, copy, tmp_path / "b.db"))
         outcomes = await running
         names = await listed_names(server, team_and_template(server)[0])
     assert [o.state for o in outcomes] == ["created"] * 8
@@ -177,7 +155,7 @@ async def test_redis_away_the_run_goes_on_with_one_warning(
         emulator_client(server, redis=redis_server.url) as client,
     ):
         with caplog.at_level(logging.WARNING, logger="contractsdk.bulk"):
-            outcomes = await run_job(job_of(client, server, source, tmp_path / "j.db"))
+            outcomes = await collect(keyed_job(client, server, source, tmp_path / "j.db"))
     assert [o.state for o in outcomes] == ["created"] * 5
     away = [
         r for r in caplog.records if r.name == "contractsdk.bulk" and "Redis is away" in r.message
@@ -200,7 +178,7 @@ async def test_a_lease_taken_by_another_run_stops_this_one(
         team_id = team_and_template(server)[0]
         async with emulator_client(server, redis=redis_server.url) as client:
             running = asyncio.create_task(
-                run_job(job_of(client, server, source, journal, concurrency=1))
+                collect(keyed_job(client, server, source, journal, concurrency=1))
             )
             await asyncio.sleep(0.3)
             (key,) = lease_keys(redis_server)
@@ -214,7 +192,7 @@ async def test_a_lease_taken_by_another_run_stops_this_one(
             await other.aclose()
             counts = journal_counts(journal)
             assert counts.get("pending", 0) > 0 and counts.get("created", 0) < 30
-            rest = await run_job(job_of(client, server, source, journal))
+            rest = await collect(keyed_job(client, server, source, journal))
         names = await listed_names(server, team_id)
     assert {o.state for o in rest} <= {"created", "skipped"}
     assert len(names) == len(set(names)) == 30
@@ -280,7 +258,7 @@ async def test_killed_then_run_again_on_its_machine_resumes_at_once(
         assert code == -signal.SIGKILL, output
         assert len(lease_keys(redis_server)) == 1  # left behind, for 30 s
         async with emulator_client(server, redis=redis_server.url) as client:
-            outcomes = await run_job(job_of(client, server, source, journal, round_delay=0.0))
+            outcomes = await collect(keyed_job(client, server, source, journal, round_delay=0.0))
         names = await listed_names(server, team_id)
     assert {o.state for o in outcomes} <= {"created", "skipped"}
     assert len(names) == len(set(names)) == 60

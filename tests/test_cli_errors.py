@@ -9,6 +9,7 @@ they leave a command, and adds no secret.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import re
 from pathlib import Path
 
@@ -35,6 +36,9 @@ PLAIN_HTTP = (
 )
 UNKNOWN_PROD = "unknown environment 'prod' ({}): use 'sandbox' or 'production', or give --base-url"
 NOT_REDIS = "{} must be a redis://, rediss:// or unix:// URL"
+NEEDS_REDIS = pytest.mark.skipif(
+    importlib.util.find_spec("redis") is None, reason="the [redis] extra is not installed"
+)
 
 #: A command that needs only the settings: it fails on them before anything is sent.
 COMMAND = ["teams", "list", "7"]
@@ -102,6 +106,25 @@ def error_of(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
         ),
         (["--api-key", "k\x01ey"], {}, "--api-key holds a control character"),
         (["--api-key", ""], {"CONTRACTSDK_API_KEY": "k"}, "--api-key is empty"),
+        # A URL is all the command line takes: no redis.asyncio.Redis is offered.
+        pytest.param(
+            ["--api-key", "k", "--redis", "http://cache:6379"],
+            {},
+            NOT_REDIS.format("--redis"),
+            marks=NEEDS_REDIS,
+        ),
+        pytest.param(
+            ["--api-key", "k"],
+            {"CONTRACTSDK_REDIS_URL": "http://cache:6379"},
+            NOT_REDIS.format("CONTRACTSDK_REDIS_URL"),
+            marks=NEEDS_REDIS,
+        ),
+        pytest.param(
+            ["--api-key", "k", "--redis", "redis://:pw@cache:port/0"],
+            {},
+            "redis URL not understood (--redis): check its host, port and database number",
+            marks=NEEDS_REDIS,
+        ),
     ],
 )
 def test_a_wrong_setting_is_named_as_given(
@@ -115,38 +138,6 @@ def test_a_wrong_setting_is_named_as_given(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     error = error_of(capsys, [*argv, *COMMAND])
-    assert error.startswith(said), error
-    assert not PYTHON_WORDS.search(error), error
-
-
-@pytest.mark.parametrize(
-    ("argv", "env", "said"),
-    [
-        (["--redis", "http://cache:6379"], {}, NOT_REDIS.format("--redis")),
-        (
-            [],
-            {"CONTRACTSDK_REDIS_URL": "http://cache:6379"},
-            NOT_REDIS.format("CONTRACTSDK_REDIS_URL"),
-        ),
-        (
-            ["--redis", "redis://:pw@cache:port/0"],
-            {},
-            "redis URL not understood (--redis): check its host, port and database number",
-        ),
-    ],
-)
-def test_a_wrong_redis_url_is_named_as_given(
-    argv: list[str],
-    env: dict[str, str],
-    said: str,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    """A URL is all the command line takes: no redis.asyncio.Redis is offered."""
-    pytest.importorskip("redis")
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    error = error_of(capsys, ["--api-key", "k", *argv, *COMMAND])
     assert error.startswith(said), error
     assert not PYTHON_WORDS.search(error), error
 
