@@ -30,11 +30,12 @@ Invariants of :class:`TokenAuth` (the token cache):
   quote the answer with them replaced.
 * Shared through Redis (``redis=``), the token is fetched once for every process that uses
   the credential: a process that needs one reads the shared token; if there is none fit
-  for use, it takes a lock (``SET NX`` with an expiry), asks the token endpoint, and
-  stores the answer sealed (``_redis.seal``: encrypted and authenticated with a key
-  derived from the client secret) until shortly before it expires; the others wait for it
-  and read it. Redis away, or a lock holder that never delivers, and each process fetches
-  its own, as without Redis.
+  for use, it takes a lock (:data:`_TAKE_LOCK`: free, or held by no lock of ours, as one
+  without an expiry), asks the token endpoint, and stores the answer sealed
+  (``_redis.seal``: encrypted and authenticated with a key derived from the client
+  secret) until shortly before it expires; the others wait for it and read it. Redis
+  away, or a lock holder that never delivers, and each process fetches its own, as
+  without Redis.
 * An access token is one that can be sent in a header (RFC 6750 §2.1: visible ASCII), or
   the answer is refused: a token with a line break or a NUL was cached, and every call
   failed with aiohttp's ValueError for as long as it lived.
@@ -160,8 +161,24 @@ DEFAULT_TOKEN_LIFETIME = 3600.0
 MAX_TOKEN_LIFETIME = 86_400.0
 #: The fields of a token answer (RFC 6749 §5.1, OpenID Connect) or request that are secret.
 SECRET_FIELDS = frozenset({"access_token", "refresh_token", "id_token", "client_secret"})
-#: The shared token and its life left in milliseconds (PTTL), in one round trip.
-_READ_TOKEN = "return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}"
+#: The shared token and its life left in milliseconds (PTTL), in one round trip. A key of
+#: another type holds no token (an error there counted as Redis away, for the limiter too).
+_READ_TOKEN = """
+local token = redis.pcall('GET', KEYS[1])
+if type(token) == 'table' then token = false end
+return {token, redis.call('PTTL', KEYS[1])}
+"""
+#: Take the token lock if it is free, or held by what is no lock of ours: one without an
+#: expiry, or longer than a lock's (a lock left so made every token request of every
+#: process wait TOKEN_LOCK_SECONDS for ever). ARGV: owner, milliseconds.
+_TAKE_LOCK = """
+local left = redis.call('PTTL', KEYS[1])
+if left == -2 or left == -1 or left > tonumber(ARGV[2]) then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
 #: Seconds between looks at the shared token while another process fetches it.
 TOKEN_POLL = 0.05
 #: What an access token may hold to be sent in a header: visible ASCII (RFC 6750 §2.1's
@@ -463,14 +480,14 @@ class TokenAuth:
         key, lock = shared.key("token"), shared.key("token", "lock")
         give_up = self._clock() + TOKEN_LOCK_SECONDS
         owner = secrets.token_hex(8)
+        take = shared.script("token-lock", _TAKE_LOCK)
+        lock_args = [owner, int(TOKEN_LOCK_SECONDS * 1000)]
         while True:
             try:
                 token = await self._read_shared(shared, key)
                 if token is not None and self._clock() < token.refresh_at:
                     return token
-                locked = await shared.call(
-                    lambda: client.set(lock, owner, nx=True, px=int(TOKEN_LOCK_SECONDS * 1000))
-                )
+                locked = await shared.call(lambda: take(keys=[lock], args=lock_args)) == 1
             except RedisUnavailableError:
                 return None
             if locked:

@@ -409,8 +409,12 @@ def _described(exc: BaseException) -> str:
     bare ConnectionError; what OpenSSL says (``self-signed certificate in certificate
     chain``) is one of its own fixed phrases, no part of the URL.
     """
+    from redis.exceptions import OutOfMemoryError
+
     if _redirected(exc):  # a plain Redis object of the caller's, on a cluster node
         return f"{type(exc).__name__}: a Redis Cluster node; pass redis= a RedisCluster"
+    if isinstance(exc, OutOfMemoryError):  # not the URL's fault: said so, not "check it"
+        return f"{type(exc).__name__}: Redis is at its maxmemory and evicts none of our keys"
     if _refused(exc):
         return (
             f"{type(exc).__name__}: Redis answered but refused the client; check the URL's "

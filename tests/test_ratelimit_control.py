@@ -77,6 +77,21 @@ def test_slow_start_doubles_per_busy_period_only_when_backlogged() -> None:
     assert idle.rate == SLOW_START_RATE
 
 
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_slow_start_whose_stamp_is_long_past_still_grows_finitely(shared: bool) -> None:
+    """540 busy seconds after its stamp, the doubling overflowed: OverflowError to callers.
+
+    (Shared, a step that only moves the stamp is not written, so it stays old while a
+    client sends under its rate.) The rise is clamped to a multiple of what is sent.
+    """
+    control = initial(None, adaptive=True, now=0.0)
+    for now in (540.0, 1e6):
+        grown = grow(control, ceiling=None, sent=9.0, backlogged=True, now=now, shared=shared)
+        assert grown.rate == pytest.approx(SLOW_START_CLAMP * 9.0)
+    told = grow(control, ceiling=100.0, sent=0.0, backlogged=True, now=1e6, shared=shared)
+    assert told.rate == pytest.approx(100.0 * PACING)
+
+
 def test_a_fresh_429_leaving_the_slow_start_cuts_by_first_beta() -> None:
     """Leaving the slow start: 0.7 of what was admitted lately, a new epoch.
 

@@ -824,14 +824,21 @@ async def test_a_token_stored_while_taking_the_lock_is_not_fetched_again(
     first, second = (
         TokenAuth(credentials, Environment.SANDBOX, token_endpoint, shared=shared) for _ in range(2)
     )
-    take_lock = shared.client.set
+    script = shared.script
 
-    async def set_after_the_other_process(*args: Any, **kwargs: Any) -> Any:
-        monkeypatch.setattr(shared.client, "set", take_lock)
-        await first.token()  # reads no token, locks, fetches, stores, unlocks
-        return await take_lock(*args, **kwargs)
+    def lock_after_the_other_process(name: str, lua: str) -> Any:
+        taken = script(name, lua)
+        if name != "token-lock":
+            return taken
 
-    monkeypatch.setattr(shared.client, "set", set_after_the_other_process)
+        async def take_lock(*, keys: list[str], args: list[Any]) -> Any:
+            monkeypatch.setattr(shared, "script", script)
+            await first.token()  # reads no token, locks, fetches, stores, unlocks
+            return await taken(keys=keys, args=args)
+
+        return take_lock
+
+    monkeypatch.setattr(shared, "script", lock_after_the_other_process)
     try:
         assert await second.token() == await first.token() == "at-1"
     finally:

@@ -195,6 +195,8 @@ SLOW_START_CLAMP: Final = 3.0
 #: what a late event loop loses); and the most of that second taken for paused.
 MAX_SHORTFALL: Final = 1.15
 MOST_PAUSED: Final = 0.9
+#: The most doublings one step of a slow start takes (2**60: no limit is that far).
+MOST_DOUBLINGS: Final = 60.0
 #: Increases never take the rate past this multiple of the measured send rate (botocore).
 SEND_RATE_CLAMP: Final = 2.0
 
@@ -641,7 +643,12 @@ def grow(
         # Shared, the fleet's 429s reach it late (one reservation per process is out):
         # a slower doubling overshoots less.
         doubling = SLOW_START_DOUBLING * (2.0 if shared else 1.0)
-        target = rate * 2.0 ** ((now - control.stamp) / doubling)
+        # At most MOST_DOUBLINGS at once: the rise is clamped to what is sent anyway, and a
+        # shared state's stamp stays old while nothing but it moves (such a step is not
+        # written): 540 busy seconds later the power overflowed, and every caller of every
+        # process sharing the state got OverflowError.
+        doublings = min((now - control.stamp) / doubling, MOST_DOUBLINGS)
+        target = rate * 2.0**doublings
     else:
         c = (1 - BETA) / control.k_base**3
         target = control.w_max * (1 + c * (now - control.t_fail - control.k) ** 3)

@@ -42,6 +42,13 @@ __all__ = ["RedisStore"]
 TTL: Final = 600.0
 #: A client that reserved within this many seconds counts as live.
 LIVE_WINDOW: Final = 5.0
+#: The largest rate a learning state read from Redis may hold: the shared schedule's
+#: times are epoch seconds, a quarter of a microsecond apart, and pace nothing faster.
+MAX_RATE: Final = 1e6
+#: The largest busy time or duration it may hold, in seconds (the busy clock in the
+#: scripts is held under it too), and the shortest K (a CUBIC curve's time to W).
+MAX_SECONDS: Final = 1e9
+MIN_K: Final = 1e-3
 
 # KEYS: bucket hash, clients zset.
 # ARGV: rate ('' = unpaced), tau, burst, max_wait (-1 = none), idle gap, lateness, meter bin,
@@ -54,10 +61,18 @@ _RESERVE: Final = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local h = KEYS[1]
-local f = redis.call('HMGET', h, 'tat', 'tau', 'iv', 'pause', 'last', 'busy', 'seen',
-                     'mbin', 'm0', 'm1', 'ver')
+local f = redis.pcall('HMGET', h, 'tat', 'tau', 'iv', 'pause', 'last', 'busy', 'seen',
+                      'mbin', 'm0', 'm1', 'ver')
+if f.err then
+  -- A key of another type, which no script of ours wrote: dropped, as a key expired.
+  -- (Left, every reservation failed and every process paced alone while it lived.)
+  redis.call('DEL', h)
+  f = {}
+end
 local ver = tonumber(f[11])
-if ver == nil then
+-- A version no script counted to (NaN, 1.5, 1e300) never equals the one a client sends
+-- back: no update could replace the state, and every client paced at its interval.
+if ver == nil or ver ~= math.floor(ver) or math.abs(ver) > 1e15 then
   ver = 0
   redis.call('HSET', h, 'ctl', ARGV[10], 'ver', 0)
 end
@@ -80,23 +95,36 @@ local seen = tonumber(f[7]) or now
 local mbin = tonumber(f[8]) or 0
 local m0 = tonumber(f[9]) or 0
 local m1 = tonumber(f[10]) or 0
+-- Redis's clock went back (stepped, or a failover to a host behind): the times written
+-- ahead of it go back with it, or every client waited out the difference.
+local back = seen - now
+if back > 0 and back < 1e9 then
+  tat, pause, last, seen = tat - back, pause - back, last - back, now
+  redis.call('HSET', h, 'tat', tat, 'pause', pause, 'last', last, 'seen', seen)
+end
 -- Whoever can write to Redis must not stall every client of the credential: no pause
 -- past max_pause, no interval past it either (the limiter believes no limit slower than
 -- one request per max_pause), and no schedule booked further ahead than a key lives
--- unused. NaN (x ~= x) and inf are no numbers.
+-- unused. NaN (x ~= x) and inf are no numbers, and nothing counts past 1e9 (busy
+-- seconds, slots: the learning's arithmetic overflows on such a busy clock).
 local most = tonumber(ARGV[14])
-if pause ~= pause or pause > now + most then pause = now + most end
+if pause ~= pause then pause = 0 end
+if pause > now + most then
+  -- Cut once and written: cut anew at each reservation, it held every one max_pause.
+  pause = now + most
+  redis.call('HSET', h, 'pause', pause)
+end
 if old_iv ~= old_iv or old_iv < 0 or old_iv > most then old_iv = 0 end
 if iv > most then iv = most end
 local ahead = tonumber(ARGV[8]) / 1000 + most
 if tat ~= tat or tat > now + ahead then tat = now end
 if old_tau ~= old_tau or old_tau < 0 or old_tau > ahead then old_tau = tau end
 if last ~= last or last > now + ahead then last = now - 1e9 end
-if busy ~= busy or busy < 0 or busy == math.huge then busy = 0 end
+if busy ~= busy or busy < 0 or busy > 1e9 then busy = 0 end
 if seen ~= seen or seen > now or seen < now - 1e9 then seen = now end
 if mbin ~= mbin or mbin < 0 or mbin == math.huge then mbin = 0 end
-if m0 ~= m0 or m0 < 0 or m0 == math.huge then m0 = 0 end
-if m1 ~= m1 or m1 < 0 or m1 == math.huge then m1 = 0 end
+if m0 ~= m0 or m0 < 0 or m0 > 1e9 then m0 = 0 end
+if m1 ~= m1 or m1 < 0 or m1 > 1e9 then m1 = 0 end
 local gap = now - seen
 if gap > 0 then
   local cap = tonumber(ARGV[5])
@@ -113,6 +141,9 @@ if rate then
   if old_iv > 0 and iv ~= old_iv then
     local debt = tat - old_tau - start
     if debt > 0 then tat = start + old_tau + debt * iv / old_iv end
+    -- Scaled from an interval of 1e-300 read from Redis, a debt of seconds lay past
+    -- any schedule, and the head of every queue slept for ever.
+    if tat > now + ahead then tat = now end
   end
   tat = tat + tau - old_tau
   if now - last > iv + tonumber(ARGV[6]) then
@@ -153,8 +184,14 @@ redis.call('HSET', h, 'tat', tat, 'tau', tau, 'iv', iv, 'last', final, 'busy', b
            'seen', seen, 'mbin', mbin, 'm0', m0, 'm1', m1)
 local ttl = tonumber(ARGV[8])
 redis.call('PEXPIRE', h, ttl)
-redis.call('ZADD', KEYS[2], now, ARGV[11])
+if type(redis.pcall('ZADD', KEYS[2], now, ARGV[11])) == 'table' then  -- another type
+  redis.call('DEL', KEYS[2])
+  redis.call('ZADD', KEYS[2], now, ARGV[11])
+end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - tonumber(ARGV[12]))
+-- No client beats ahead of now: those are a clock's that went back, or no client's, and
+-- counted they cut every process's share of the rate for as long as they stayed ahead.
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '(' .. string.format('%.17g', now), '+inf')
 local live = redis.call('ZCARD', KEYS[2])
 redis.call('PEXPIRE', KEYS[2], ttl)
 local ctl = ''
@@ -183,7 +220,7 @@ return 0
 """
 
 # KEYS: bucket hash. ARGV: expected version, control ('' = keep), rate ('' = unpaced),
-#       pause seconds, tokens ('' = no cap), ttl ms.
+#       pause seconds, tokens ('' = no cap), ttl ms, the longest pause (as _RESERVE's).
 _UPDATE: Final = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
@@ -195,6 +232,7 @@ local rate = tonumber(ARGV[3])
 local tat = tonumber(f[2]) or now
 local tau = tonumber(f[3]) or 0
 local pause = tonumber(f[4]) or 0
+if pause ~= pause then pause = 0 end  -- NaN: no pause, and a 429's is written over it
 if tonumber(ARGV[1]) == ver and ARGV[2] ~= '' then
   ver = ver + 1
   redis.call('HSET', h, 'ctl', ARGV[2], 'ver', ver)
@@ -221,7 +259,8 @@ if rate then redis.call('HSET', h, 'tat', tat) end
 redis.call('PEXPIRE', h, tonumber(ARGV[6]))
 local ctl = ''
 if replaced == 0 then ctl = redis.call('HGET', h, 'ctl') or '' end
-return {replaced, ver, ctl, tostring(math.max(0, pause - now))}
+-- A pause past max_pause is cut as _RESERVE cuts it ('inf' read as no number at all).
+return {replaced, ver, ctl, tostring(math.min(math.max(0, pause - now), tonumber(ARGV[7])))}
 """
 
 _CONTROL_FIELDS: Final = {field.name for field in attrs.fields(Control)}
@@ -241,27 +280,28 @@ def _decode(text: Any) -> Control | None:
     except (TypeError, ValueError, RecursionError):
         return None
     # JSON gives the types attrs does not check: a hostile value is refused, not trusted.
-    values: tuple[object, ...] = (
-        control.w_max,
-        control.t_fail,
-        control.k,
-        control.k_base,
-        control.stamp,
-        1.0 if control.rate is None else control.rate,
-    )
+    # And the sizes: a t_fail or K of 1e300, finite, made the learning's cubic overflow,
+    # and every call of every process raised OverflowError; a rate of 1e300 paced nothing.
+    rates: tuple[object, ...] = (1.0 if control.rate is None else control.rate, control.w_max)
+    seconds: tuple[object, ...] = (control.t_fail, control.k, control.stamp)
     flags: tuple[object, ...] = (control.hinted, control.strike_run)
     valid = (
         control.phase in ("off", "paced", "slow", "cubic")
-        and all(_finite(value) for value in values)
+        and all(_within(value, MAX_RATE) for value in rates)
+        and all(_within(value, MAX_SECONDS) for value in seconds)
+        and _within(control.k_base, MAX_SECONDS)
+        and control.k_base >= MIN_K
         and (control.rate is None or control.rate > 0)
+        and control.w_max >= 0
         and type(control.epoch) is int
         and all(type(flag) is bool for flag in flags)
     )
     return control if valid else None
 
 
-def _finite(value: object) -> bool:
-    return type(value) in (int, float) and math.isfinite(value)  # type: ignore[arg-type]  # checked
+def _within(value: object, most: float) -> bool:
+    """A number (not a bool), finite and no further from 0 than ``most``."""
+    return type(value) in (int, float) and abs(value) <= most  # type: ignore[arg-type]  # checked
 
 
 def _number(value: Any) -> float:
@@ -272,7 +312,9 @@ def _number(value: Any) -> float:
 
 
 def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+    # Not UTF-8 (no state of ours): unreadable, as any malformed state, not an error that
+    # sent every process to its fallback at each reservation.
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 class RedisStore:
@@ -337,10 +379,18 @@ class RedisStore:
         self._versions[bucket] = version
 
     def _share(self, schedule: Schedule) -> Schedule:
-        """This process's share of the rate while Redis is away: no burst either."""
-        if schedule.rate is None:
+        """This process's share of the rate while Redis is away: no burst either.
+
+        Never slower than one request per ``max_pause`` (unless the rate itself is), which
+        the limiter does not believe of a server: a count of live clients written into
+        Redis (100,000) held each of this process's requests half an hour once Redis went.
+        """
+        rate = schedule.rate
+        if rate is None:
             return schedule
-        return Schedule(rate=schedule.rate / max(1, self.live), tau=schedule.tau, burst=1.0)
+        slowest = 1 / self.max_pause if self.max_pause > 0 else 0.0
+        share = max(rate / max(1, self.live), min(rate, slowest))
+        return Schedule(rate=share, tau=schedule.tau, burst=1.0)
 
     def _go_local(self) -> None:
         if not self._fallback:
@@ -408,14 +458,15 @@ class RedisStore:
         waits = [wait, *map(_number, answer[11])]
         if len(waits) != count:
             raise ValueError("not the slots asked for")
-        if self._fallback:
-            self._fallback = False
-        self._adopt(bucket, answer[7], int(answer[6]))
-        self.live = max(1, int(answer[8]))
-        control, _, _ = self._local.snapshot(bucket)
         busy, sent, backlogged = _number(answer[3]), _number(answer[4]), bool(int(answer[5]))
         tat, interval = _number(answer[9]), _number(answer[10])
-        version = self._versions[bucket]
+        version, live = int(answer[6]), int(answer[8])
+        # Read whole before sharing again: an answer that cannot be read keeps the
+        # fallback, and its warning is said once, not at every reservation.
+        self._fallback = False
+        self._adopt(bucket, answer[7], version)
+        self.live = max(1, live)
+        control, _, _ = self._local.snapshot(bucket)
         return [
             Slot(
                 wait=max(0.0, each),
@@ -477,6 +528,7 @@ class RedisStore:
             repr(pause),
             "" if tokens is None else repr(tokens),
             str(int(TTL * 1000)),
+            repr(self.max_pause),
         ]
         try:
             answer = await shared.call(lambda: script(keys=[self._key(bucket)], args=args))

@@ -9,8 +9,9 @@ file, wherever it is, is the same input; another file of the job (the other half
 split file) is not.
 
 * Taken and kept by one script (:data:`_HOLD`): the lease is this run's, or free and
-  taken, or another's, and then the run is refused before it sends anything, naming the
-  holder (host, process id, since when: never a secret).
+  taken (a value that never expires, or not a string, is no lease), or another's, and
+  then the run is refused before it sends anything, naming the holder (host, process
+  id, since when: never a secret).
 * Kept alive every ``ttl / 3`` seconds while the run goes on; a process killed lets it go
   ``ttl`` seconds later, unless the next run is on its machine: a holder whose process
   is not running there (same boot, same process namespace, so its id means the same) is
@@ -47,10 +48,13 @@ logger = logging.getLogger("contractsdk.bulk")
 #: Seconds a lease outlives the last time its run kept it alive.
 LEASE_TTL: Final = 30.0
 
-#: Keep the lease if it is ours, take it if free; else return who holds it.
+#: Keep the lease if it is ours, take it if free; else return who holds it. A key of
+#: another type, or one that never expires, is no run's lease (every lease is written
+#: with an expiry): taken. Read as Redis away, the first ran every run unseen by the
+#: others; read as a holder, the second refused every run for good.
 _HOLD: Final = """
-local held = redis.call('GET', KEYS[1])
-if held == ARGV[1] or not held then
+local held = redis.pcall('GET', KEYS[1])
+if held == ARGV[1] or type(held) ~= 'string' or redis.call('PTTL', KEYS[1]) == -1 then
     redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
     return 1
 end
