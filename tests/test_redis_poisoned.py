@@ -465,3 +465,30 @@ async def test_a_lease_key_that_is_no_lease_is_taken(
     finally:
         await shared.aclose()
     assert not await raw.exists(lease.key)
+
+
+# -- a credential's processes told different limits -----------------------------------------
+
+
+async def test_a_process_told_another_limit_than_the_shared_one_is_warned_once(
+    make_limiter: Callable[..., RateLimiter], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The bucket's state is its first writer's: a process told otherwise says so, once.
+
+    (Told write=100 beside one told write=10, it paced at 9.9/s, and nothing said why.)
+    A process told the same limit says nothing.
+    """
+    slow = make_limiter(RateLimits(write=10, max_pause=MAX_PAUSE))
+    fast = make_limiter(RateLimits(write=100, max_pause=MAX_PAUSE))
+    same = make_limiter(RateLimits(write=10, max_pause=MAX_PAUSE))
+    with caplog.at_level(logging.WARNING, logger="contractsdk.redis"):
+        await go(slow)  # the bucket's state is its, paced at 9.9/s
+        for _ in range(3):
+            await go(fast)
+        await go(same)
+    told = [record.getMessage() for record in caplog.records if "told" in record.getMessage()]
+    assert told == [
+        "the write bucket shared through Redis paces at 10/s (another process's told limit, "
+        "or the service's); this one was told 100/s. Processes that share a credential "
+        "share one limit: give them all the same rate_limits"
+    ]

@@ -32,7 +32,7 @@ import attrs
 
 from contractsdk._redis import RedisUnavailableError, SharedRedis, logger
 
-from ._control import Control
+from ._control import PACING, Control
 from ._limits import DEFAULT_MAX_PAUSE, BucketName
 from ._store import IDLE_GAP, LATENESS, METER_BIN, LocalStore, Schedule, Slot, _booked
 
@@ -346,6 +346,7 @@ class RedisStore:
         self._versions: dict[BucketName, int] = {name: -1 for name in initial}
         self._paused_until: dict[BucketName, float] = {name: -math.inf for name in initial}
         self._fallback = False
+        self._warned: set[BucketName] = set()  # buckets told otherwise (_told_otherwise)
         self.live = 1
 
     def __repr__(self) -> str:
@@ -375,8 +376,36 @@ class RedisStore:
             if rate is not None and rate * self.max_pause < 1:
                 control = None
             if control is not None:
+                self._told_otherwise(bucket, control)
                 self._local.set_control(bucket, control)
         self._versions[bucket] = version
+
+    def _told_otherwise(self, bucket: BucketName, control: Control) -> None:
+        """Warn once when the shared bucket paces at a told limit other than this process's.
+
+        Processes that share a credential share one bucket, and its state is the first
+        writer's: one told ``write=10`` beside one told ``write=100`` paced both at 9.9/s,
+        and nothing said why.
+        """
+        own = self._initial[bucket]
+        if (
+            bucket in self._warned
+            or own.phase != "paced"
+            or control.phase != "paced"
+            or own.rate is None
+            or control.rate is None
+            or abs(control.rate - own.rate) <= own.rate * 0.01
+        ):
+            return
+        self._warned.add(bucket)
+        logger.warning(
+            "the %s bucket shared through Redis paces at %.4g/s (another process's told "
+            "limit, or the service's); this one was told %.4g/s. Processes that share a "
+            "credential share one limit: give them all the same rate_limits",
+            bucket,
+            control.rate / PACING,
+            own.rate / PACING,
+        )
 
     def _share(self, schedule: Schedule) -> Schedule:
         """This process's share of the rate while Redis is away: no burst either.
