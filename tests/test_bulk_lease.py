@@ -312,3 +312,27 @@ async def test_only_a_holder_gone_from_this_machine_is_taken_over(
         await living.wait()
         await writer.aclose()
         await shared.aclose()
+
+
+async def test_the_machine_s_locks_are_let_go_even_if_the_lease_s_release_is_cancelled(
+    tmp_path: Path, redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run cancelled while it lets the lease go still lets its file locks go.
+
+    (Else a long-lived process refused every later run of that file as "another process
+    on this machine".) The lease itself lapses on its own.
+    """
+
+    async def cancelled(self: InputLease) -> None:
+        raise asyncio.CancelledError
+
+    other_machine(monkeypatch, tmp_path)  # a folder of its own, to list the locks in
+    monkeypatch.setattr(InputLease, "release", cancelled)
+    source = weekly_rows_csv(tmp_path / "rows.csv", 2, "Flat")
+    async with (
+        SandboxServer(port=0, write_rate=None, read_rate=None) as server,
+        emulator_client(server, redis=redis_server.url) as client,
+    ):
+        with pytest.raises(asyncio.CancelledError):
+            await collect(keyed_job(client, server, source, tmp_path / "j.db"))
+    assert list((tmp_path / "other-tmp").glob("contractsdk-bulk-*.lock")) == []

@@ -501,11 +501,14 @@ class BulkJob:
                 if empty and path is not None:
                     await asyncio.to_thread(_remove_journal, path)
             finally:
-                # Let go once nothing more can be sent or written.
-                if lease is not None:
-                    await lease.release()
-                for lock in held:
-                    lock.release()
+                # Let go once nothing more can be sent or written; the machine's locks even
+                # if letting the lease go is cancelled (it lapses on its own).
+                try:
+                    if lease is not None:
+                        await lease.release()
+                finally:
+                    for lock in held:
+                        lock.release()
 
     def _summary(self, run: Run | None, run_number: int, dry_run: bool) -> BulkSummary:
         stats = self._client.stats
