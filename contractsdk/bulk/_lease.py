@@ -36,7 +36,7 @@ import secrets
 import socket
 import time
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
 from contractsdk._redis import RedisUnavailableError, SharedRedis
 from contractsdk.bulk._schema import JournalError
@@ -101,10 +101,11 @@ class InputLease:
         self._ttl = ttl
         self._ttl_ms = max(1, round(ttl * 1000))
         self._every = ttl / 3
+        self._node = _node()
         self._value = json.dumps(
             {
                 "host": socket.gethostname(),
-                "node": _node(),
+                "node": self._node,
                 "pid": os.getpid(),
                 "since": round(clock()),
                 "run": secrets.token_hex(8),
@@ -112,7 +113,6 @@ class InputLease:
             separators=(",", ":"),
         )
         self.held = False
-        self._stale: bytes | str | None = None  # the value of a holder whose process is gone
         self._keeper: asyncio.Task[None] | None = None
         self._warned = False
 
@@ -126,11 +126,11 @@ class InputLease:
             JournalError: Another run holds the lease.
         """
         holder = await self._hold()
-        if holder is not None and await self._take_over():
+        if holder is not None and _gone(holder, self._node) and await self._take_over(holder):
             holder = None
         if holder is not None:
             raise JournalError(
-                f"another run of this job on {what} is under way ({holder}, through the "
+                f"another run of this job on {what} is under way ({_holder(holder)}, through the "
                 "shared Redis) with another journal: two runs of one input each create "
                 "the rows the other is creating. Let it finish, or stop it, then run this "
                 f"command again (a process killed on another host lets go {self._ttl:g} s "
@@ -163,22 +163,19 @@ class InputLease:
             if holder is not None:
                 lost(
                     JournalError(
-                        f"another run of this job on the same input started ({holder}) "
+                        f"another run of this job on the same input started ({_holder(holder)}) "
                         "while this run's lease in the shared Redis lapsed: this run stops, "
                         "and its rows not sent stay pending"
                     )
                 )
                 return
 
-    async def _take_over(self) -> bool:
+    async def _take_over(self, stale: object) -> bool:
         """Take the lease from a run whose process is gone from this machine; True if taken.
 
-        Its value is read again and compared in the script: a holder that changed
-        meanwhile (a live run took it) is left alone.
+        Its value (``stale``) is read again and compared in the script: a holder that
+        changed meanwhile (a live run took it) is left alone.
         """
-        stale = self._stale
-        if stale is None:
-            return False
         script = self._shared.script("bulk-take-over", _TAKE_OVER)
         try:
             taken = await self._shared.call(
@@ -192,11 +189,14 @@ class InputLease:
         logger.info("took over the lease of a run whose process is gone: %s", _holder(stale))
         return True
 
-    async def _hold(self) -> str | None:
-        """Take or keep the lease: None if this run holds it (or Redis is away), else who does."""
+    async def _hold(self) -> object | None:
+        """Take or keep the lease: None if this run holds it (or Redis is away).
+
+        Else the holder's stored value (:func:`_holder` describes it).
+        """
         script = self._shared.script("bulk-hold", _HOLD)
         try:
-            answer = await self._shared.call(
+            answer: object = await self._shared.call(
                 lambda: script(keys=[self.key], args=[self._value, self._ttl_ms])
             )
         except RedisUnavailableError:
@@ -212,8 +212,7 @@ class InputLease:
             self.held = True
             return None
         self.held = False
-        self._stale = answer if _gone(answer) else None
-        return _holder(answer)
+        return answer
 
 
 def _node() -> str | None:
@@ -230,18 +229,30 @@ def _node() -> str | None:
         return None
 
 
-def _gone(value: object) -> bool:
-    """Whether a lease's holder is a process of this machine that is no longer running."""
-    node = _node()
-    if node is None:
+_UNREADABLE: Final = "a holder this version cannot read"
+
+
+def _read(value: object) -> dict[str, Any] | None:
+    """A lease's stored value as written (a JSON object), or None if it is not one."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    try:
+        data = json.loads(str(value))
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _gone(value: object, node: str | None) -> bool:
+    """Whether a lease's holder is a process of this machine (``node``) no longer running."""
+    data = _read(value)
+    if node is None or data is None:
         return False
     try:
-        data = json.loads(value.decode() if isinstance(value, bytes) else str(value))
         pid = int(data["pid"])
-        same = data["node"] == node
     except (ValueError, KeyError, TypeError, OverflowError):
         return False
-    if not same or pid <= 0 or pid == os.getpid():
+    if data.get("node") != node or pid <= 0 or pid == os.getpid():
         return False
     try:
         os.kill(pid, 0)
@@ -254,12 +265,12 @@ def _gone(value: object) -> bool:
 
 def _holder(value: object) -> str:
     """Describe the run holding a lease from its stored value (host, process, since)."""
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", "replace")
+    data = _read(value)
+    if data is None:
+        return _UNREADABLE
     try:
-        data = json.loads(str(value))
         host, pid = str(data["host"]), int(data["pid"])
         when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(data["since"])))
     except (ValueError, KeyError, TypeError, OverflowError, OSError):
-        return "a holder this version cannot read"
+        return _UNREADABLE
     return f"host {host[:64]!r}, process {pid}, since {when}"
