@@ -10,7 +10,7 @@ import click
 import pytest
 
 from contractsdk import ConfigurationError, ContractClient
-from contractsdk.bulk import JournalError
+from contractsdk.bulk import JournalError, RowOutcome, read_status
 from contractsdk.bulk._run import Run
 from contractsdk.cli._app import Invocation, parse
 from contractsdk.cli._app import cli as root
@@ -111,6 +111,59 @@ async def test_retry_sends_failed_rows_from_the_journal(
     source.unlink()  # the journal holds what retry needs
     assert await cli(server, "bulk", "retry", str(journal), "-q") == 0
     assert sorted(await names_in(server, 500)) == [f"Flat {i}" for i in range(5)]
+
+
+async def test_rows_a_stopped_create_never_read_are_not_left_to_retry(
+    server: SandboxServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A create stopped part way through its file: status and retry say the rest is unread.
+
+    The journal holds only the rows read; `bulk retry` sent those and exited 0, and status
+    showed nothing left, while the rest of the file was never created.
+    """
+    emit = Run.emit
+
+    async def stop_after_three(run: Run, outcome: RowOutcome, *, sent: bool = False) -> None:
+        await emit(run, outcome, sent=sent)
+        if run.tally.counts["created"] == 3:
+            run.stop()
+
+    source = tmp_path / "rows.csv"
+    source.write_text(HEADER + "".join(f"R{i},Flat {i},week,\n" for i in range(600)))
+    journal = tmp_path / "job.db"
+    args = create_args(server, source, journal, "--key-column", "reference")
+    with monkeypatch.context() as patch:
+        patch.setattr(Run, "emit", stop_after_three)
+        assert await cli(server, *args) == 1
+    capsys.readouterr()
+    status = await read_status(journal)
+    held = sum(status.counts.values())
+    assert status.unread == 600 - held > 0
+
+    assert await cli(server, "bulk", "status", str(journal)) == 0
+    said = capsys.readouterr().out
+    assert f"{600 - held} rows of rows.csv never read" in said
+    assert await cli(server, "bulk", "status", str(journal), "--json") == 0
+    assert json.loads(capsys.readouterr().out)["unread"] == 600 - held
+
+    # The retry sends the rows the journal holds, and says the job is not done.
+    assert await cli(server, "bulk", "retry", str(journal), "-q") == 1
+    err = capsys.readouterr().err
+    assert f"next: {600 - held} rows of rows.csv never read" in err
+    assert "run `bulk create` again" in err
+    assert len(await names_in(server, 500)) == held
+    # With nothing left to retry, it says so again, and still exits 1.
+    assert await cli(server, "bulk", "retry", str(journal), "-q") == 1
+    assert "never read" in capsys.readouterr().err
+
+    assert await cli(server, *args) == 0
+    assert (await read_status(journal)).unread == 0
+    assert len(await names_in(server, 500)) == 600
+    assert await cli(server, "bulk", "status", str(journal)) == 0
+    assert "never read" not in capsys.readouterr().out
 
 
 async def test_round_delay_is_the_wait_before_each_extra_round(

@@ -15,6 +15,7 @@ import pytest
 from contractsdk.bulk import JournalError, read_status
 from contractsdk.bulk._journal import Journal
 from contractsdk.bulk._records import PreparedRow
+from contractsdk.bulk._schema import SCHEMA_VERSION
 from contractsdk.bulk._status import _locked
 from contractsdk.bulk._writer import AsyncJournal
 from tests._bulkprocess import Child, crash_mid_transaction
@@ -472,6 +473,7 @@ def test_a_journal_from_before_the_salt_keeps_its_keys(tmp_path: Path) -> None:
     opened.close()
     with contextlib.closing(sqlite3.connect(path)) as db:  # as schema 2 wrote it
         db.execute("ALTER TABLE job DROP COLUMN key_salt")
+        db.execute("ALTER TABLE runs DROP COLUMN unread")
         db.execute("UPDATE job SET schema = 2")
         db.commit()
     old = Journal.connect(path)
@@ -480,7 +482,37 @@ def test_a_journal_from_before_the_salt_keeps_its_keys(tmp_path: Path) -> None:
     old.claim("job-a", IDENTITY, "0.1.0")
     header = old.header()
     old.close()
-    assert header is not None and header["schema"] == 3 and header["key_salt"] is None
+    assert header is not None and header["schema"] == SCHEMA_VERSION
+    assert header["key_salt"] is None
+
+
+@pytest.mark.parametrize(("outcome", "unread"), [("done", 0), ("stopped", None)])
+async def test_a_journal_from_before_the_unread_count(
+    tmp_path: Path, outcome: str, unread: int | None
+) -> None:
+    """Schema 3 kept no count of the rows a run did not read: a stopped run may have left some.
+
+    Read as it is (``bulk status`` opens it read-only) and once migrated, a create run that
+    ended ``done`` read its input to the end; one stopped is not known to have.
+    """
+    path = tmp_path / "old.db"
+    opened = Journal.connect(path)
+    opened.claim("job-a", IDENTITY, "0.1.0")
+    opened.finish_run(opened.begin_run("create", "/data/rows.csv"), outcome)
+    opened.close()
+    with contextlib.closing(sqlite3.connect(path)) as db:  # as schema 3 wrote it
+        db.execute("ALTER TABLE runs DROP COLUMN unread")
+        db.execute("UPDATE job SET schema = 3")
+        db.commit()
+    assert (await read_status(path)).unread == unread
+    migrated = Journal.connect(path)
+    migrated.claim("job-a", IDENTITY, "0.1.0")
+    run = migrated.begin_run("retry", None)
+    migrated.finish_run(run, "done")
+    migrated.close()
+    status = await read_status(path)
+    assert status.unread == unread
+    assert [found["unread"] for found in status.runs] == [None, None]
 
 
 def test_another_programs_sqlite_file_is_refused_untouched(tmp_path: Path) -> None:

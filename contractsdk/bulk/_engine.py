@@ -486,7 +486,10 @@ class BulkJob:
                     await run.account()
             with contextlib.suppress(JournalError):
                 if run_number:
-                    await journal.call(lambda j: j.finish_run(run_number, outcome_text))
+                    unread = _unread(run) if mode == "create" and not dry_run else None
+                    await journal.call(
+                        lambda j: j.finish_run(run_number, outcome_text, unread=unread)
+                    )
             self.summary = self._summary(run, run_number, dry_run)
             await source.aclose()
             # A new journal whose first run failed before any row was recorded (a header
@@ -523,6 +526,20 @@ class BulkJob:
         return run.tally.summary(
             stats, job_id=self.job_id, run=run_number, stopped=run.stopping, dry_run=dry_run
         )
+
+
+def _unread(run: Run | None) -> int | None:
+    """Rows of a create run's input it did not read; None when not known.
+
+    A run stopped while reading a file reads on to its end, counting; one stopped before it
+    began, or reading an iterable of unknown length, cannot say.
+    """
+    if run is None:
+        return None
+    tally = run.tally
+    if run.input_read or tally.total is not None:
+        return tally.unread
+    return None
 
 
 def _lease(client: ContractClient, job_id: str, source: RowSource) -> InputLease | None:

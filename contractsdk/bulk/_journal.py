@@ -205,6 +205,8 @@ class Journal:
             columns = {row[1] for row in self.db.execute("PRAGMA table_info(job)")}
             if "key_salt" not in columns:  # NULL: the rows' keys stay as they were sent
                 self.db.execute("ALTER TABLE job ADD COLUMN key_salt TEXT")
+            if "unread" not in self._run_columns():  # NULL: not known for earlier runs
+                self.db.execute("ALTER TABLE runs ADD COLUMN unread INTEGER")
             self.db.execute("UPDATE job SET schema = ?", (SCHEMA_VERSION,))
         if header["job_id"] != job_id:
             theirs = header["identity"]
@@ -228,19 +230,23 @@ class Journal:
         assert run is not None
         return run
 
-    def finish_run(self, run: int, outcome: str) -> None:
-        """Record how a run ended."""
+    def finish_run(self, run: int, outcome: str, *, unread: int | None = None) -> None:
+        """Record how a run ended, and how many rows of its input it did not read."""
         self.db.execute(
-            "UPDATE runs SET finished = ?, outcome = ? WHERE run = ?", (_now(), outcome, run)
+            "UPDATE runs SET finished = ?, outcome = ?, unread = ? WHERE run = ?",
+            (_now(), outcome, unread, run),
         )
 
     def runs(self) -> list[dict[str, Any]]:
-        """Return every run, oldest first."""
-        cursor = self.db.execute(
-            "SELECT run, mode, source, started, finished, outcome FROM runs ORDER BY run"
-        )
-        names = ("run", "mode", "source", "started", "finished", "outcome")
-        return [dict(zip(names, found, strict=True)) for found in cursor]
+        """Return every run, oldest first (``unread`` None where the journal predates it)."""
+        names = ["run", "mode", "source", "started", "finished", "outcome"]
+        if "unread" in self._run_columns():  # a journal of schema 3 read without migrating
+            names.append("unread")
+        cursor = self.db.execute(f"SELECT {', '.join(names)} FROM runs ORDER BY run")
+        return [{"unread": None} | dict(zip(names, found, strict=True)) for found in cursor]
+
+    def _run_columns(self) -> set[str]:
+        return {row[1] for row in self.db.execute("PRAGMA table_info(runs)")}
 
     def last_source(self) -> str | None:
         """Return the input of the latest run that read a file."""

@@ -9,7 +9,10 @@ Versions: 1, the rows; 2, the ``parties`` table (each party of a row, a journale
 ``job.key_salt``: the journal's own part of its rows' Idempotency-Keys (random, made with
 the journal; NULL in a journal made before it, whose keys stay as they were), so that two
 journals of one job (January's file and February's, references restarting at 1) never
-send the same key, nor a journal started afresh a key whose stored answer is stale.
+send the same key, nor a journal started afresh a key whose stored answer is stale; 4,
+``runs.unread``: the rows of its input a ``bulk create`` run did not read (stopped before
+them; NULL when not known), so that ``bulk status`` and ``bulk retry`` can say the file
+must be run again, which a retry (it reads no file) does not do.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ __all__ = [
     "lock_path",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS job (
@@ -47,7 +50,8 @@ CREATE TABLE IF NOT EXISTS runs (
     source   TEXT,
     started  TEXT NOT NULL,
     finished TEXT,
-    outcome  TEXT
+    outcome  TEXT,
+    unread   INTEGER
 );
 CREATE TABLE IF NOT EXISTS templates (
     team_id          INTEGER NOT NULL,

@@ -40,6 +40,10 @@ class JournalStatus:
             latest run, if not finished, is running); False when none does (a run not
             finished then ended without recording it: the process was killed or crashed);
             None when it cannot be told (no advisory locks, as on Windows).
+        unread: Rows of the input that the latest ``bulk create`` run did not read (it was
+            stopped before them), which the journal therefore does not hold: only running
+            ``bulk create`` again sends them, not ``bulk retry``. None when that run did not
+            say (it was killed, or the journal predates the count): some may be unread.
     """
 
     job_id: str
@@ -55,6 +59,7 @@ class JournalStatus:
     incomplete_count: int = 0
     incomplete: list[tuple[str, int, int | None, str]] = attrs.field(factory=list)
     running: bool | None = None
+    unread: int | None = 0
 
     @property
     def source(self) -> str | None:
@@ -92,23 +97,47 @@ def _read(path: str | os.PathLike[str], limit: int) -> JournalStatus:
         read = [found["run"] for found in runs if found["mode"] == "create"]
         invalid = journal.records(("invalid",), limit=limit, run=read[-1]) if read else []
         invalid_count = journal.counts(read[-1])["invalid"] if read else 0
+        counts = journal.counts()
+        latest_counts = journal.counts(latest) if latest is not None else counts
+        unfinished = journal.records(("failed", "sending", "pending"), limit=limit)
+        incomplete = incomplete_records(journal, limit)
+        incomplete_total = incomplete_count(journal)
+        running = _either(before, _locked(path))
         return JournalStatus(
             job_id=header["job_id"],
             identity=header["identity"],
             created=header["created"],
             sdk_version=header["sdk_version"],
-            counts=journal.counts(),
-            latest_counts=journal.counts(latest) if latest is not None else journal.counts(),
+            counts=counts,
+            latest_counts=latest_counts,
             runs=runs,
-            unfinished=journal.records(("failed", "sending", "pending"), limit=limit),
+            unfinished=unfinished,
             invalid=invalid,
             invalid_count=invalid_count,
-            incomplete_count=incomplete_count(journal),
-            incomplete=incomplete_records(journal, limit),
-            running=_either(before, _locked(path)),
+            incomplete_count=incomplete_total,
+            incomplete=incomplete,
+            running=running,
+            unread=_unread(runs, running=bool(running)),
         )
     finally:
         journal.close()
+
+
+def _unread(runs: list[dict[str, Any]], *, running: bool) -> int | None:
+    """Rows of the input the latest ``bulk create`` run did not read (None: not known).
+
+    A dry run reads without recording, and a retry reads no file: neither counts. A run
+    still going has read nothing yet that it will not read.
+    """
+    creates = [found for found in runs if found["mode"] == "create"]
+    if not creates:
+        return 0
+    latest = creates[-1]
+    if latest["finished"] is None:
+        return 0 if running and latest is runs[-1] else None
+    if latest["unread"] is None and latest["outcome"] == "done":
+        return 0  # a run of a journal before the count that read its input to the end
+    return None if latest["unread"] is None else int(latest["unread"])
 
 
 def _either(before: bool | None, after: bool | None) -> bool | None:

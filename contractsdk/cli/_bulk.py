@@ -54,6 +54,7 @@ from contractsdk.cli._bulk_output import (
     show_plan,
     show_status,
     show_summary,
+    unread_advice,
 )
 from contractsdk.cli._output import console, write_file
 from contractsdk.cli._progress import ProgressView, handle_interrupts
@@ -723,7 +724,24 @@ async def bulk_retry(args: argparse.Namespace) -> int:
         nothing = await _nothing_to_retry(args, job)
         if nothing is not None:
             return nothing
-        return await _drive(job, args, retry=True)
+        code = await _drive(job, args, retry=True)
+        return await _say_if_unread(args, code)
+
+
+async def _say_if_unread(args: argparse.Namespace, code: int) -> int:
+    """After a retry: rows of the input a stopped `bulk create` never read (exit 1), if any.
+
+    A retry sends the journal's rows; rows the file has past where the last `bulk create`
+    stopped are not in it, and the job is not done until that command runs again.
+    """
+    if code >= 128:  # interrupted: the retry's own stop is what the user hears of
+        return code
+    advice = unread_advice(await read_status(args.journal, limit=0))
+    if advice is None:
+        return code
+    if not getattr(args, "json", False):
+        click.echo(f"next: {advice}", err=True)
+    return code if code in (1, 2) else 1
 
 
 async def _nothing_to_retry(args: argparse.Namespace, job: BulkJob) -> int | None:
@@ -738,6 +756,7 @@ async def _nothing_to_retry(args: argparse.Namespace, job: BulkJob) -> int | Non
     unfinished = counts["pending"] + counts["sending"] + counts["failed"]
     if status.running or unfinished or status.incomplete_count:
         return None
+    unread = unread_advice(status)
     await asyncio.to_thread(_check_report, args.report, job)
     with _report_file(args.report):
         pass  # no row: an empty report, as for a run of no rows
@@ -771,6 +790,10 @@ async def _nothing_to_retry(args: argparse.Namespace, job: BulkJob) -> int | Non
             )
         if existing:
             click.echo(f"next: {_existing_advice(existing, True, again=again)}", err=True)
+        if unread is not None:
+            click.echo(f"next: {unread}", err=True)
+    if unread is not None:
+        return 1
     return 3 if to_fix or existing else 0
 
 

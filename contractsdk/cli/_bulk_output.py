@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
+from pathlib import Path
 from typing import Any
 
 import click
@@ -22,6 +23,7 @@ __all__ = [
     "show_plan",
     "show_status",
     "show_summary",
+    "unread_advice",
 ]
 
 #: How many failures and invalid rows ``status`` and the summary list.
@@ -170,6 +172,7 @@ def show_status(args: argparse.Namespace, status: JournalStatus) -> None:
                 "running": status.running,
                 "unfinished": [_record_json(r) for r in status.unfinished],
                 "invalid": [_record_json(r) for r in status.invalid],
+                "unread": status.unread,
                 "incomplete_count": status.incomplete_count,
                 "incomplete": [
                     {"key": key, "row": row, "contract_id": contract, "missing": what}
@@ -197,6 +200,9 @@ def show_status(args: argparse.Namespace, status: JournalStatus) -> None:
         [(state, status.counts[state], status.latest_counts[state]) for state in status.counts],
         out=out,
     )
+    unread = unread_advice(status)
+    if unread is not None:
+        say(unread)
     say()
     latest = status.runs[-1]["run"] if status.runs else None
     print_table(
@@ -255,6 +261,33 @@ def show_status(args: argparse.Namespace, status: JournalStatus) -> None:
             out=out,
         )
         _say_more(args, status.invalid_count, len(status.invalid))
+
+
+def unread_advice(status: JournalStatus) -> str | None:
+    """Rows of the input never read (the journal lacks them), and how to send them; or None.
+
+    ``bulk retry`` sends the journal's rows and reads no file: after a ``bulk create``
+    stopped part way through its file, only that command run again reaches the rest.
+    """
+    if status.unread == 0:
+        return None
+    creates = [found for found in status.runs if found["mode"] == "create"]
+    run = creates[-1] if creates else None
+    name = Path(run["source"]).name if run is not None and run["source"] else "the input"
+    number = run["run"] if run is not None else "?"
+    again = "run `bulk create` again with the same options"
+    if status.unread is None:
+        return (
+            f"run {number} (bulk create) did not finish: rows of {name} after those in the "
+            f"journal may never have been read; {again} to send them (the journal skips the "
+            "rows done; `bulk retry` reads no file)"
+        )
+    rows = "1 row" if status.unread == 1 else f"{status.unread:,} rows"
+    return (
+        f"{rows} of {name} never read: run {number} (bulk create) was stopped before them, "
+        f"and the journal does not hold them; {again} to send them (`bulk retry` reads no "
+        "file)"
+    )
 
 
 def _say_more(args: argparse.Namespace, total: int, shown: int) -> None:
