@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -164,6 +167,39 @@ async def test_rows_a_stopped_create_never_read_are_not_left_to_retry(
     assert len(await names_in(server, 500)) == 600
     assert await cli(server, "bulk", "status", str(journal)) == 0
     assert "never read" not in capsys.readouterr().out
+
+
+async def test_a_key_in_a_row_is_hidden_in_the_journal_the_report_and_status(
+    server: SandboxServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cell holding the API key: hidden in every output, and never written to disk.
+
+    The summary's table hid it, but the journal kept the row's reasons verbatim, so
+    `bulk status` (no client, no secret known) and `--report` printed it.
+    """
+    key = server.api_key
+    source = tmp_path / "rows.csv"
+    source.write_text(HEADER + f"R1,Flat 1,{key},\nR2,Flat 2,week,\n")
+    journal = tmp_path / "job.db"
+    report = tmp_path / "report.jsonl"
+    args = create_args(server, source, journal, "--key-column", "reference")
+    assert await cli(server, *args, "--report", str(report)) == 3
+    assert key not in "".join(capsys.readouterr())
+    assert "[redacted]" in report.read_text() and key not in report.read_text()
+    with contextlib.closing(sqlite3.connect(journal)) as db:
+        errors = [error for (error,) in db.execute("SELECT error FROM rows") if error]
+    assert errors and "[redacted]" in errors[0] and not any(key in e for e in errors)
+
+    # A journal written before (its reasons verbatim): status hides the key it is given,
+    # with no client of it alive.
+    gc.collect()
+    with contextlib.closing(sqlite3.connect(journal)) as db:
+        db.execute("UPDATE rows SET error = ? WHERE error IS NOT NULL", (f"{key!r} is bad",))
+        db.commit()
+    for more in ((), ("--json",)):
+        assert await cli(server, "bulk", "status", str(journal), *more) == 0
+        said = "".join(capsys.readouterr())
+        assert "[redacted]" in said and key not in said
 
 
 async def test_round_delay_is_the_wait_before_each_extra_round(

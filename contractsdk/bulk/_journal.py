@@ -53,6 +53,7 @@ from typing import Any
 
 import attrs
 
+from contractsdk._redact import scrub
 from contractsdk.bulk._admit import Conflicts, NameOwner, admit
 from contractsdk.bulk._records import (
     STATES,
@@ -296,6 +297,8 @@ class Journal:
             "updated": _now(),
             **fields,
         }
+        if record.get("error") is not None:
+            record["error"] = scrub(record["error"])  # no secret is written to disk
         names = ", ".join(record)
         marks = ", ".join("?" * len(record))
         updates = ", ".join(f"{name} = excluded.{name}" for name in record if name != "key")
@@ -364,7 +367,7 @@ class Journal:
                 "UPDATE rows SET state = 'failed', retryable = 0, error = ?, run = ?, row = ?, "
                 "line = ?, reported = ?, updated = ? WHERE key = ?",
                 (
-                    decision.reasons[0],
+                    scrub(decision.reasons[0]),
                     run,
                     prepared.number,
                     prepared.line,
@@ -478,7 +481,7 @@ class Journal:
             "UPDATE rows SET state = 'failed', error = ?, retryable = ?, "
             "attempts = attempts + ?, reported = CASE WHEN ? THEN ? ELSE reported END, "
             "updated = ? WHERE key = ? AND state = 'sending'",
-            (error, int(retryable), extra_attempts, int(final), run, _now(), key),
+            (scrub(error), int(retryable), extra_attempts, int(final), run, _now(), key),
         )
         record = self.get(key)
         assert record is not None
@@ -489,7 +492,7 @@ class Journal:
         self.db.execute(
             "UPDATE rows SET error = ?, retryable = 1, attempts = attempts + ?, updated = ? "
             "WHERE key = ? AND state = 'sending'",
-            (error, extra_attempts, _now(), key),
+            (scrub(error), extra_attempts, _now(), key),
         )
         record = self.get(key)
         assert record is not None
@@ -585,8 +588,10 @@ class Journal:
                     "UPDATE rows SET state = 'failed', retryable = 0, error = ?, updated = ? "
                     "WHERE key = ?",
                     (
-                        f"{len(matches)} contracts named {name!r} in team {team_id} "
-                        f"(ids {ids}) could be this row's; check them by hand",
+                        scrub(
+                            f"{len(matches)} contracts named {name!r} in team {team_id} "
+                            f"(ids {ids}) could be this row's; check them by hand"
+                        ),
                         now,
                         key,
                     ),

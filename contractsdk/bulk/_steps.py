@@ -26,6 +26,7 @@ from typing import Any
 
 import attrs
 
+from contractsdk._redact import scrub
 from contractsdk.bulk._journal import Journal
 from contractsdk.bulk._parties import RowParty
 from contractsdk.bulk._records import PreparedRow, Registered
@@ -178,7 +179,7 @@ def mark_step_failed(journal: Journal, key: str, party: str, error: str, *, know
     journal.db.execute(
         "UPDATE parties SET state = ?, error = ?, updated = ? "
         "WHERE key = ? AND party = ? AND state != 'added'",
-        (state, error, _now(), key, party),
+        (state, scrub(error), _now(), key, party),
     )
 
 

@@ -30,9 +30,11 @@ from typing import Any, TextIO, TypeVar
 import click
 
 from contractsdk._client import ContractClient
+from contractsdk._config import ENV_VARS
 from contractsdk._exceptions import ConfigurationError
 from contractsdk._ids import parse_id
 from contractsdk._ratelimit import RateLimits
+from contractsdk._redact import Secrets, scrub
 from contractsdk.bulk import (
     BulkJob,
     BulkSummary,
@@ -101,7 +103,7 @@ class _Report:
         if self._handle is None:
             return False
         try:
-            self._handle.write(json.dumps(outcome.to_json(), ensure_ascii=False) + "\n")
+            self._handle.write(scrub(json.dumps(outcome.to_json(), ensure_ascii=False)) + "\n")
         except OSError as exc:
             self.error = exc
             self.close()
@@ -700,7 +702,15 @@ async def bulk_status(args: argparse.Namespace) -> int:
     """Show a journal: its job, counts by state, runs, failures and reasons."""
     if not await asyncio.to_thread(Path(args.journal).exists):
         raise ConfigurationError(f"no journal at {args.journal}")
+    # No client runs here to register its credential: those given are hidden all the same
+    # (a journal written before errors were scrubbed may quote one a row held).
+    secrets = Secrets(
+        getattr(args, "api_key", None),
+        getattr(args, "client_secret", None),
+        *(os.environ.get(ENV_VARS[name]) for name in ("api_key", "client_secret")),
+    )
     show_status(args, await read_status(args.journal, limit=args.limit))
+    del secrets  # held until everything is printed
     return 0
 
 
