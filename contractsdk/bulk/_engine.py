@@ -422,10 +422,10 @@ class BulkJob:
             if mode == "create" and not dry_run and source.path is not None:
                 # Refused, the journal made just now for this run is removed below, empty.
                 busy = (
-                    f"another process on this machine is running this job on {source.path} "
-                    "(or a copy of it) with another journal (or none): two runs of one file "
-                    "each create the rows the other is creating. Let it finish, or stop it, "
-                    "then run this command again"
+                    f"another process on this machine is running this job on the rows of "
+                    f"{source.path} (this file or a copy of it) with another journal (or "
+                    "none): two runs of one file each create the rows the other is creating. "
+                    "Let it finish, or stop it, then run this command again"
                 )
                 for lock_path in input_lock_paths(self.job_id, source.path, source.digest):
                     lock = FileLock(lock_path)
@@ -547,7 +547,8 @@ def _lease(client: ContractClient, job_id: str, source: RowSource) -> InputLease
     shared = client._shared  # the client's own Redis connection, namespaced by credential
     if shared is None or source.digest is None:
         return None
-    return InputLease(shared, job_id, source.digest)
+    name = source.path.name if source.path is not None else None
+    return InputLease(shared, job_id, source.digest, name=name)
 
 
 def _remove_journal(path: Path) -> None:

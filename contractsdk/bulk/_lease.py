@@ -82,6 +82,7 @@ class InputLease:
         shared: The client's Redis.
         job_id: The job's id.
         digest: The hash of the input file's bytes.
+        name: The input file's name, as a run refused names this one's.
         ttl: Seconds the lease outlives its last renewal (``LEASE_TTL`` if None).
         clock: Wall-clock seconds, for the "since" a refused run is told.
     """
@@ -92,6 +93,7 @@ class InputLease:
         job_id: str,
         digest: str,
         *,
+        name: str | None = None,
         ttl: float | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -107,6 +109,7 @@ class InputLease:
                 "host": socket.gethostname(),
                 "node": self._node,
                 "pid": os.getpid(),
+                "input": name,
                 "since": round(clock()),
                 "run": secrets.token_hex(8),
             },
@@ -130,8 +133,9 @@ class InputLease:
             holder = None
         if holder is not None:
             raise JournalError(
-                f"another run of this job on {what} is under way ({_holder(holder)}, through the "
-                "shared Redis) with another journal: two runs of one input each create "
+                f"another run of this job on the rows of {what} is under way "
+                f"({_holder(holder)}, through the shared Redis) with another journal: two "
+                "runs of one input (or copies of it) each create "
                 "the rows the other is creating. Let it finish, or stop it, then run this "
                 f"command again (a process killed on another host lets go {self._ttl:g} s "
                 "after it last kept its lease)"
@@ -264,7 +268,11 @@ def _gone(value: object, node: str | None) -> bool:
 
 
 def _holder(value: object) -> str:
-    """Describe the run holding a lease from its stored value (host, process, since)."""
+    """Describe the run holding a lease from its stored value (host, process, file, since).
+
+    The file is the holder's: a copy of the input has another name (a lease written
+    before names none).
+    """
     data = _read(value)
     if data is None:
         return _UNREADABLE
@@ -273,4 +281,6 @@ def _holder(value: object) -> str:
         when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(data["since"])))
     except (ValueError, KeyError, TypeError, OverflowError, OSError):
         return _UNREADABLE
-    return f"host {host[:64]!r}, process {pid}, since {when}"
+    name = data.get("input")
+    on = f", on {name[:128]!r}" if isinstance(name, str) and name else ""
+    return f"host {host[:64]!r}, process {pid}{on}, since {when}"
