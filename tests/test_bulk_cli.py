@@ -14,11 +14,12 @@ import pytest
 
 from contractsdk import ConfigurationError, ContractClient
 from contractsdk.bulk import JournalError, RowOutcome, read_status
+from contractsdk.bulk._journal import Journal
 from contractsdk.bulk._run import Run
 from contractsdk.cli._app import Invocation, parse
 from contractsdk.cli._app import cli as root
 from contractsdk.sandbox import FaultRule, SandboxServer
-from tests._clikit import bulk_create, cli
+from tests._clikit import AST, bulk_create, cli
 from tests._redisserver import RedisServer
 
 pytestmark = pytest.mark.e2e
@@ -242,6 +243,64 @@ def test_a_negative_round_delay_is_a_usage_error(
     args = create_args(server, tmp_path / "rows.csv", tmp_path / "j.db", "--round-delay", "-1")
     assert parse(args) == 2
     assert "Invalid value for '--round-delay'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["status", "retry"])
+def test_an_input_file_given_for_its_journal_names_the_journal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """`bulk status rows.csv`: a usage error naming the journal, not "not a database"."""
+    source = tmp_path / "rows.csv"
+    source.write_text(HEADER + "R1,Flat 1,week,\n")
+    assert parse(["bulk", command, str(source)]) == 2
+    err = capsys.readouterr().err
+    assert f"{source} is not a journal (an input file?)" in err
+    assert f"{source}.journal.db, which is not there" in err
+    journal = Journal.connect(tmp_path / "rows.csv.journal.db")
+    journal.close()
+    assert parse(["bulk", command, str(source)]) == 2
+    assert f"its journal is {source}.journal.db" in capsys.readouterr().err
+    parsed = parse(["bulk", command, f"{source}.journal.db"])
+    assert isinstance(parsed, Invocation)  # a journal, even one no job has used yet
+
+
+@pytest.mark.parametrize(
+    ("team", "contract_type", "created_by", "said"),
+    [
+        ("99999", "id", "ada", r"^team 99999, where the contracts are to be made \(--team\), does"),
+        (
+            "99999",
+            "name",
+            "ada",
+            r"^team 99999, where the contracts are to be made \(--team\), does",
+        ),
+        ("Acme Legal", "name", "99999", r"^user 99999, who is to create the contracts \(--creat"),
+        ("500", "99999", "ada", r"^contract type 99999 \(--contract-type\) has no template ver"),
+    ],
+)
+async def test_a_target_the_service_does_not_know_is_named_as_the_option(
+    server: SandboxServer,
+    tmp_path: Path,
+    team: str,
+    contract_type: str,
+    created_by: str,
+    said: str,
+) -> None:
+    """A team, creator or contract type not found: one worded error (exit 2), no journal.
+
+    A team given by id (or whose types were listed to find one by name), a creator whose
+    teams were listed to find one by name, a contract type by id with no template: each
+    was the service's raw 404 (exit 1), where a creator not found was already worded.
+    """
+    source = tmp_path / "rows.csv"
+    source.write_text(HEADER + "R1,Flat 1,week,\n")
+    kind = {"id": "2258718685988467", "name": AST}.get(contract_type, contract_type)
+    creator = str(ada(server)) if created_by == "ada" else created_by
+    journal = tmp_path / "j.db"
+    args = ["bulk", "create", str(source), "--team", team, "--contract-type", kind, "-q"]
+    with pytest.raises(ConfigurationError, match=said):
+        await cli(server, *args, "--created-by", creator, "--journal", str(journal))
+    assert not journal.exists()
 
 
 async def test_bad_input_lines_do_not_cost_good_rows(

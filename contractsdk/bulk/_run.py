@@ -41,7 +41,7 @@ from contractsdk.bulk._steps import (
     register_rows,
 )
 from contractsdk.bulk._tally import Tally
-from contractsdk.bulk._targets import TargetError, Targets
+from contractsdk.bulk._targets import TargetError, Targets, missing_creator
 from contractsdk.bulk._writer import AsyncJournal
 from contractsdk.identity import IdentityFieldSet
 from contractsdk.validation import TermSet
@@ -270,10 +270,7 @@ class Run:
         creator = self.spec.created_by
         said = await _not_found(self.client.users.get(creator))
         if said is not None:
-            raise ConfigurationError(
-                f"user {creator}, who is to create the contracts (created_by), does not "
-                f"exist: {said}"
-            )
+            raise missing_creator(creator, said)
 
     async def _check_template_of_type(self, team_id: int, type_id: int, template: int) -> None:
         """Refuse a template given with a contract type it is no version of.

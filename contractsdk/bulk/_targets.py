@@ -34,15 +34,37 @@ def _describe(error: ContractSDKError) -> str:
     return str(error)
 
 
+def missing_creator(user_id: int, said: str) -> ConfigurationError:
+    """The error for a creator (``created_by``) the service does not know."""
+    return ConfigurationError(
+        f"user {user_id}, who is to create the contracts (created_by), does not exist: {said}"
+    )
+
+
+def missing_team(team_id: int, said: str) -> ConfigurationError:
+    """The error for a job's team the service does not know."""
+    return ConfigurationError(
+        f"team {team_id}, where the contracts are to be made (team_id), does not exist: {said}"
+    )
+
+
+def _said(exc: NotFoundError) -> str:
+    return exc.service_message or exc.message
+
+
 async def resolve_team(client: ContractClient, team: int | str, *, user_id: int) -> int:
     """Return a team's id from its id or its name (among the user's teams).
 
     Raises:
-        ConfigurationError: No team of the user has that name, or several do.
+        ConfigurationError: No team of the user has that name, or several do, or the
+            user does not exist.
     """
     if isinstance(team, int) or (team.isascii() and team.isdigit()):
         return int(team)
-    teams = await client.teams.list(user_id)
+    try:
+        teams = await client.teams.list(user_id)
+    except NotFoundError as exc:
+        raise missing_creator(user_id, _said(exc)) from None
     wanted = team.strip().casefold()
     # A team sent without a name (endpoints.md §3 M6) cannot be named; one without an id
     # cannot be used.
@@ -69,11 +91,15 @@ async def resolve_contract_type(
     """Return a contract type's id from its id or its name (among the team's types).
 
     Raises:
-        ConfigurationError: The team has no contract type of that name, or several.
+        ConfigurationError: The team has no contract type of that name, or several, or the
+            team does not exist.
     """
     if isinstance(contract_type, int) or (contract_type.isascii() and contract_type.isdigit()):
         return int(contract_type)
-    types = await client.contract_types.list(team_id)
+    try:
+        types = await client.contract_types.list(team_id)
+    except NotFoundError as exc:
+        raise missing_team(team_id, _said(exc)) from None
     wanted = contract_type.strip().casefold()
     found = [
         candidate
@@ -125,12 +151,16 @@ class Targets:
 
         Raises:
             TargetError: A per-row team cannot be read (the row is invalid).
+            ConfigurationError: The job's fixed team does not exist (as a creator that
+                does not: ``Run._check_creator``).
             ContractSDKError: The job's fixed team cannot be read.
         """
         if team_id not in self._teams:
             try:
                 await self._client.teams.get(team_id)
             except (APIError, NotFoundError) as exc:
+                if fixed and isinstance(exc, NotFoundError):
+                    raise missing_team(team_id, _said(exc)) from None
                 if fixed:
                     raise
                 self._teams[team_id] = f"team {team_id}: {_describe(exc)}"
@@ -161,6 +191,11 @@ class Targets:
                 try:
                     latest = await self._client.templates.latest(team_id, contract_type_id)
                 except APIError as exc:
+                    if fixed and isinstance(exc, NotFoundError):
+                        raise ConfigurationError(
+                            f"contract type {contract_type_id} (contract_type_id) has no "
+                            f"template version in team {team_id}: {_said(exc)}"
+                        ) from None
                     if fixed:
                         raise
                     self._templates[key] = (

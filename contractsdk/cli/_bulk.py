@@ -512,7 +512,35 @@ def bulk() -> None:
     """
 
 
-JOURNAL = argument("journal", help="The job's journal (FILE.journal.db).")
+#: The first bytes of every SQLite database file.
+_SQLITE = b"SQLite format 3\x00"
+
+
+def _a_journal(_context: click.Context, parameter: click.Parameter, value: str) -> str:
+    """Refuse an input file given for its journal, naming the journal (a usage error).
+
+    ``bulk status rows.csv`` said "rows.csv is not a usable bulk journal: file is not a
+    database".
+    """
+    path = Path(value)
+    try:
+        with path.open("rb") as handle:
+            start = handle.read(len(_SQLITE))
+    except OSError:
+        return value  # missing, a folder, unreadable: the command says which
+    if not start or start == _SQLITE:
+        return value
+    journal = Path(f"{value}.journal.db")
+    where = (
+        f"its journal is {shlex.quote(str(journal))}"
+        if journal.is_file()
+        else f"`bulk create {shlex.quote(value)}` keeps its journal in "
+        f"{shlex.quote(str(journal))}, which is not there"
+    )
+    raise click.BadParameter(f"{value} is not a journal (an input file?): {where}", param=parameter)
+
+
+JOURNAL = argument("journal", callback=_a_journal, help="The job's journal (FILE.journal.db).")
 
 
 class _FiniteRange(click.FloatRange):

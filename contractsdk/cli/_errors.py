@@ -75,6 +75,8 @@ _REWORDINGS: Final = tuple(
         ),
         # bulk create: the creator the service does not know (bulk/_run.py).
         (r"^(user [0-9]+, who is to create the contracts) \(created_by\)", r"\1 ({created_by})"),
+        (r"^(team [0-9]+, where the contracts are to be made) \(team_id\)", r"\1 (--team)"),
+        (r"^(contract type [0-9]+) \(contract_type_id\)", r"\1 (--contract-type)"),
     )
 )
 
