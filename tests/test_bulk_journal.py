@@ -592,3 +592,20 @@ async def test_status_lists_the_invalid_rows_of_the_last_run_that_read_the_input
     status = await read_status(path, limit=5)
     assert [record.key for record in status.invalid] == ["ref:Z0", "ref:Z1"]
     assert status.invalid_count == 2  # what "… and N more" counts from, not the retry's 0
+
+
+async def test_status_lists_the_first_rows_of_the_file_first(tmp_path: Path) -> None:
+    """Rows 1, 2 … 12, not in their keys' order (``ref:R10`` sorts before ``ref:R2``)."""
+    path = tmp_path / "job.db"
+    opened = Journal.connect(path)
+    opened.claim("job-a", IDENTITY, "0.1.0")
+    run = opened.begin_run("create", "/data/rows.csv")
+    opened.register(
+        run,
+        [prepared(f"ref:R{n}", f"Flat {n}", number=n, reasons=("bad",)) for n in range(1, 13)],
+    )
+    opened.register(run, [prepared(f"ref:P{n}", f"House {n}", number=20 + n) for n in (9, 10)])
+    opened.close()
+    status = await read_status(path, limit=5)
+    assert [record.row for record in status.invalid] == [1, 2, 3, 4, 5]
+    assert [record.row for record in status.unfinished] == [29, 30]

@@ -675,13 +675,19 @@ class Journal:
         after: str = "",
         limit: int = 100,
         run: int | None = None,
+        by_row: bool = False,
     ) -> list[JournalRecord]:
-        """Return a page of rows in the given states (of one run), in key order."""
+        """Return a page of rows in the given states (of one run), in key order.
+
+        ``by_row``: the first rows of the file instead (``bulk status`` lists them; keys
+        sort ``ref:R10`` before ``ref:R2``), for a first page only (``after`` is a key).
+        """
         marks = ", ".join("?" * len(states))
         in_run = "" if run is None else " AND run = ?"
+        order = "row, key" if by_row else "key"
         cursor = self.db.execute(
             f"SELECT {_COLUMNS} FROM rows WHERE state IN ({marks}) AND key > ?{in_run} "
-            "ORDER BY key LIMIT ?",
+            f"ORDER BY {order} LIMIT ?",
             (*states, after, *(() if run is None else (run,)), limit),
         )
         return [JournalRecord.from_db(found) for found in cursor]

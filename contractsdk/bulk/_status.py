@@ -95,11 +95,13 @@ def _read(path: str | os.PathLike[str], limit: int) -> JournalStatus:
         # Filtered in the query: taken from the first rows of every run, the list was
         # short, or empty, when earlier runs' invalid rows sorted first.
         read = [found["run"] for found in runs if found["mode"] == "create"]
-        invalid = journal.records(("invalid",), limit=limit, run=read[-1]) if read else []
+        invalid = (
+            journal.records(("invalid",), limit=limit, run=read[-1], by_row=True) if read else []
+        )
         invalid_count = journal.counts(read[-1])["invalid"] if read else 0
         counts = journal.counts()
         latest_counts = journal.counts(latest) if latest is not None else counts
-        unfinished = journal.records(("failed", "sending", "pending"), limit=limit)
+        unfinished = journal.records(("failed", "sending", "pending"), limit=limit, by_row=True)
         incomplete = incomplete_records(journal, limit)
         incomplete_total = incomplete_count(journal)
         running = _either(before, _locked(path))
