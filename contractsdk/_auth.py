@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
+from ._config import ENV_VARS
 from ._credentials import ApiKey, ClientCredentials
 from ._exceptions import (
     ERROR_SCAN,
@@ -245,6 +246,43 @@ def _reason(response: Response) -> str:
     return "the body is not a JSON error" if response.content else "the body is empty"
 
 
+#: The ``error`` codes of a token endpoint that refused the client itself (RFC 6749 §5.2;
+#: Auth0 answers a wrong secret 401 ``access_denied``).
+_CLIENT_REFUSED = frozenset({"invalid_client", "access_denied"})
+
+
+def _refused_client(response: Response) -> bool:
+    """Whether a token endpoint's error answer refuses the client id and secret.
+
+    A 401 does (RFC 6749 §5.2: the client's authentication failed), whatever its body; a
+    400 does when its ``error`` says so. Any other failure (a 5xx, an unknown audience) is
+    not the pair's, and gets no hint to check it.
+    """
+    if response.status_code == 401:
+        return True
+    if response.status_code != 400 or len(response.content) > ERROR_SCAN:
+        return False
+    try:
+        body = response.json()
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(body, dict) and body.get("error") in _CLIENT_REFUSED
+
+
+def _client_hint(environment: Environment) -> str:
+    """What a refused client id and secret tells the user to check (never the secret).
+
+    Named as a Python caller gives them; the command line rewords it (``cli/_errors.py``)
+    to the options or variables the user gave.
+    """
+    name = "this" if environment.name == "custom" else f"the {environment.name}"
+    return (
+        "check the client id and secret given (client_id= and client_secret= of "
+        f"ClientCredentials, or {ENV_VARS['client_id']} and {ENV_VARS['client_secret']}): "
+        f"they must be a pair {name} service issued"
+    )
+
+
 def _lifetime(expires_in: object) -> float:
     """Return the seconds a token may be used, from its answer's ``expires_in``.
 
@@ -359,6 +397,7 @@ class TokenAuth:
         self._token_url = (credential.auth_url or environment.auth_url).rstrip("/") + "/oauth/token"
         self._token_path = urllib.parse.urlsplit(self._token_url).path  # errors show the path
         self._audience = credential.audience or environment.audience
+        self._refused = _client_hint(environment)
         self._send = send
         self._clock = clock
         self._rng = rng
@@ -608,6 +647,7 @@ class TokenAuth:
             raise self._error(
                 f"the token endpoint answered {response.status_code}: {_reason(response)}",
                 response,
+                hint=self._refused if _refused_client(response) else "",
             )
         try:
             answer: Any = response.json()
@@ -642,10 +682,13 @@ class TokenAuth:
         logger.debug("received an access token valid for %.0f s", lifetime)
         return self._token(value, lifetime, started)
 
-    def _error(self, message: str, response: Response) -> TokenRequestError:
+    def _error(self, message: str, response: Response, *, hint: str = "") -> TokenRequestError:
         # The body could echo the request; never let the secret through. Scrubbed whole,
-        # then cut (the secret is registered: self._secrets).
+        # then cut (the secret is registered: self._secrets). The hint is our own words,
+        # added after: a short secret ("secret") would have been cut out of them.
         safe = message.replace(self._secret, "[redacted]")
+        if hint:
+            safe += f"; {hint}"
         shown, cut = error_text(response)
         if cut:  # too long to parse for its secret fields: shown only if it names none
             shown = "" if any(name in shown for name in SECRET_FIELDS) else shown

@@ -324,6 +324,50 @@ class TestTokenEndpointFailures:
             assert SECRET not in text
         assert len(transport.requests) == 1  # the API was never called
 
+    @pytest.mark.parametrize(
+        ("response", "hinted"),
+        [
+            (
+                json_response(401, {"error": "access_denied", "error_description": "Unauthorized"}),
+                True,
+            ),
+            (json_response(401, {"error": "invalid_client"}), True),
+            (Response(status_code=401), True),
+            (json_response(400, {"error": "invalid_client"}), True),
+            (json_response(400, {"error": "access_denied"}), True),
+            (json_response(400, {"error": "invalid_request"}), False),
+            (json_response(403, {"error": "access_denied"}), False),
+            (json_response(500, {"error": "server_error"}), False),
+        ],
+    )
+    async def test_a_refused_client_says_to_check_the_id_and_secret(
+        self, response: Response, hinted: bool
+    ) -> None:
+        """A token endpoint that refuses the pair says which settings to check, never the secret.
+
+        It said only "the token endpoint answered 401: access_denied: Unauthorized".
+        """
+        transport = MockTransport(lambda request: response)
+        credentials = ClientCredentials(client_id="cid", client_secret=SECRET)
+        async with ContractClient(
+            rate_limits=None, credentials=credentials, transport=transport, environment="sandbox"
+        ) as client:
+            with pytest.raises(TokenRequestError) as caught:
+                await client.users.get(7)
+        hint = (
+            "; check the client id and secret given (client_id= and client_secret= of "
+            "ClientCredentials, or CONTRACTSDK_CLIENT_ID and CONTRACTSDK_CLIENT_SECRET): they "
+            "must be a pair the sandbox service issued (POST /oauth/token)"
+        )
+        assert str(caught.value).endswith(hint) is hinted, str(caught.value)
+        assert str(caught.value).startswith(f"the token endpoint answered {response.status_code}")
+        for text in (
+            str(caught.value),
+            repr(caught.value),
+            pickle.dumps(caught.value).decode("latin-1"),
+        ):
+            assert SECRET not in text
+
     async def test_next_call_retries_the_token_request(self) -> None:
         """A failed token request is not cached: the next call after the backoff asks again."""
         answers = [json_response(503, {}), None]

@@ -201,6 +201,98 @@ def test_secrets_never_printed(
     assert "wrong-secret-key-42" not in out + err
 
 
+def base_url_note(url: str, environment: str) -> str:
+    """The note a command prints when CONTRACTSDK_BASE_URL overrides its --environment."""
+    return (
+        f"note: CONTRACTSDK_BASE_URL ({url}) decides where requests go, not --environment "
+        f"{environment}; unset it or pass --base-url to choose"
+    )
+
+
+@pytest.mark.parametrize("environment", ["production", "sandbox"])
+def test_an_environment_given_beside_an_exported_base_url_is_noted(
+    connected: dict[str, str], capsys: pytest.CaptureFixture[str], environment: str
+) -> None:
+    """--environment does not move an exported base URL: a note says so before any request.
+
+    With the sandbox's exports set, ``--environment production`` talked to the emulator
+    without a word.
+    """
+    code, out, err = run(capsys, "--environment", environment, "-vv", "teams", "list", str(USER))
+    assert code == 0 and "Acme Legal" in out
+    lines = err.splitlines()
+    assert lines[0] == base_url_note(connected["url"], environment), err
+    assert err.count("note:") == 1
+    assert any(line.startswith("→ GET") for line in lines[1:]), err  # sent after it
+
+
+def test_the_environments_help_says_a_base_url_decides(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`contractsdk --help` tells, at --environment, that a base URL still decides."""
+    assert main(["--help"]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert (
+        "--environment NAME sandbox or production (CONTRACTSDK_ENVIRONMENT; default sandbox). "
+        "A base URL (--base-url, or CONTRACTSDK_BASE_URL if exported) still decides where "
+        "requests go, with this environment's rules; a note says when the variable does."
+    ) in shown
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["teams", "list", str(USER)],  # no --environment: nothing to override
+        ["--environment", "production", "--base-url", "URL", "teams", "list", str(USER)],
+    ],
+)
+def test_no_note_when_the_command_line_decides_or_names_no_environment(
+    connected: dict[str, str], capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """--base-url given, or no --environment: the command line said where; no note."""
+    code, out, err = run(capsys, *(connected["url"] if arg == "URL" else arg for arg in argv))
+    assert code == 0 and "Acme Legal" in out
+    assert "note:" not in err
+
+
+async def test_no_note_for_an_environment_at_its_own_url_nor_from_its_variable(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The exported URL is the environment's own, or the environment is only exported: no note."""
+    from contractsdk.cli._resources import make_client
+
+    monkeypatch.setenv("CONTRACTSDK_API_KEY", "k-0123456789")
+    for env, argv in (
+        ({"CONTRACTSDK_BASE_URL": "https://sandbox.legislate.tech/"}, ["--environment", "sandbox"]),
+        (
+            {
+                "CONTRACTSDK_BASE_URL": "https://api.example.com",
+                "CONTRACTSDK_ENVIRONMENT": "production",
+            },
+            [],
+        ),
+    ):
+        with monkeypatch.context() as patch:
+            for name, value in env.items():
+                patch.setenv(name, value)
+            invocation = parse([*argv, "teams", "list", str(USER)])
+            assert isinstance(invocation, Invocation)
+            await make_client(invocation.args).aclose()  # made, nothing sent
+        assert "note:" not in capsys.readouterr().err
+
+
+def test_the_note_shows_no_credential(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CONTRACTSDK_BASE_URL holding user info is refused before any note could quote it."""
+    monkeypatch.setenv("CONTRACTSDK_API_KEY", "k-0123456789")
+    monkeypatch.setenv("CONTRACTSDK_BASE_URL", "https://ada:pw-0451-secret@api.example.com")
+    code, out, err = run(capsys, "--environment", "production", "teams", "list", str(USER))
+    assert code == 2 and "note:" not in err
+    assert "pw-0451-secret" not in out + err
+    assert err.startswith("error: CONTRACTSDK_BASE_URL must not hold credentials"), err
+
+
 def test_a_parsed_command_shows_no_credential() -> None:
     """An Invocation's repr (and rich's pretty print of it) leave its arguments out.
 

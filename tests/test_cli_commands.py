@@ -27,7 +27,7 @@ def test_bare_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 0
     out = capsys.readouterr().out
     assert "Usage: contractsdk" in out and "bulk" in out and "parties" in out
-    assert out.count("--base-url") == 1
+    assert out.count("--base-url URL") == 1  # listed once (--environment's help names it)
     assert "-h, --help" in out  # the same help as `contractsdk -h`
 
 

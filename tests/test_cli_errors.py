@@ -184,6 +184,36 @@ async def test_a_refused_key_names_where_it_came_from(
     assert "check that the key given (CONTRACTSDK_API_KEY) is one it issued" in str(caught.value)
 
 
+async def test_a_refused_client_secret_names_where_it_came_from(
+    server: SandboxServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The token endpoint's 401 says to check --client-id and --client-secret, or the variables.
+
+    It said only "the token endpoint answered 401: access_denied: Unauthorized".
+    """
+    wrong = "wrong-secret-0451"
+    oauth = ["--client-id", server.client_id, "--client-secret", wrong]
+    given = parse([*COMMAND, "--base-url", server.url, *oauth])
+    assert isinstance(given, Invocation)
+    with pytest.raises(AuthenticationError) as caught:
+        await given.run()
+    said = str(caught.value)
+    assert said.startswith("the token endpoint answered 401: access_denied"), said
+    assert "check the client id and secret given (--client-id and --client-secret)" in said
+    assert wrong not in said and not PYTHON_WORDS.search(said), said
+
+    monkeypatch.setenv("CONTRACTSDK_CLIENT_ID", server.client_id)
+    monkeypatch.setenv("CONTRACTSDK_CLIENT_SECRET", wrong)
+    from_env = parse([*COMMAND, "--base-url", server.url])
+    assert isinstance(from_env, Invocation)
+    with pytest.raises(AuthenticationError) as caught:
+        await from_env.run()
+    said = str(caught.value)
+    assert "check the client id and secret given (CONTRACTSDK_CLIENT_ID and " in said
+    assert "CONTRACTSDK_CLIENT_SECRET): they must be a pair this service issued" in said
+    assert wrong not in said and not PYTHON_WORDS.search(said), said
+
+
 @pytest.mark.parametrize(
     ("argv", "said"),
     [

@@ -174,7 +174,9 @@ def _connection_options(*, hidden: bool, json_output: bool = True) -> list[click
         option(
             "--environment",
             metavar="NAME",
-            help="sandbox or production (CONTRACTSDK_ENVIRONMENT; default sandbox).",
+            help="sandbox or production (CONTRACTSDK_ENVIRONMENT; default sandbox). A base "
+            "URL (--base-url, or CONTRACTSDK_BASE_URL if exported) still decides where "
+            "requests go, with this environment's rules; a note says when the variable does.",
         ),
         option(
             "--base-url", metavar="URL", help="Serve the API from this URL (CONTRACTSDK_BASE_URL)."

@@ -62,6 +62,12 @@ _REWORDINGS: Final = tuple(
         # What a 401 tells the user to check (_client.py).
         (r"\(api_key= or CONTRACTSDK_API_KEY\)", "({api_key})"),
         (r"\(CONTRACTSDK_CLIENT_ID, CONTRACTSDK_CLIENT_SECRET\)", "({client_id}, {client_secret})"),
+        # What a token endpoint's refusal of the client id and secret tells (_auth.py).
+        (
+            r"\(client_id= and client_secret= of ClientCredentials, or CONTRACTSDK_CLIENT_ID "
+            r"and CONTRACTSDK_CLIENT_SECRET\)",
+            "({client_id} and {client_secret})",
+        ),
         # SharedRedis (_redis.py): the command line takes a URL only. Neither quotes it.
         (
             r"^redis must be a redis://, rediss:// or unix:// URL, or a .*$",
@@ -73,7 +79,7 @@ _REWORDINGS: Final = tuple(
             r"; give a key, or None for a new one per call$",
             "; give a key, or leave the option out for a new one per call",
         ),
-        # bulk create: the creator the service does not know (bulk/_run.py).
+        # bulk create: a creator, team or contract type not found (bulk/_targets.py).
         (r"^(user [0-9]+, who is to create the contracts) \(created_by\)", r"\1 ({created_by})"),
         (r"^(team [0-9]+, where the contracts are to be made) \(team_id\)", r"\1 (--team)"),
         (r"^(contract type [0-9]+) \(contract_type_id\)", r"\1 (--contract-type)"),

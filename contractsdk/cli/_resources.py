@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from contractsdk._client import ContractClient
-from contractsdk._config import environment_from_env
+from contractsdk._config import ENV_VARS, Environment, environment_from_env
 from contractsdk._credentials import ClientCredentials
 from contractsdk._exceptions import ConfigurationError
 from contractsdk.cli._app import argument, cli, numeric_id, require, runs
@@ -59,12 +60,35 @@ def make_client(args: argparse.Namespace, **options: Any) -> ContractClient:
     redis = getattr(args, "redis", None)
     if redis is not None:
         options.setdefault("redis", redis)  # else CONTRACTSDK_REDIS_URL, if set
-    return ContractClient(
+    client = ContractClient(
         api_key=api_key,
         credentials=credentials,
         environment=getattr(args, "environment", None),
         base_url=getattr(args, "base_url", None),
         **options,
+    )
+    _note_base_url_from_env(args, client)
+    return client
+
+
+def _note_base_url_from_env(args: argparse.Namespace, client: ContractClient) -> None:
+    """Say when CONTRACTSDK_BASE_URL, not the --environment given, decides where requests go.
+
+    The precedence is on purpose (docs/authentication.md: a base URL serves the API from
+    elsewhere, with the environment's rules), but an exported sandbox URL silently turned
+    ``--environment production`` into the local emulator. Said once, on stderr, before
+    anything is sent.
+    """
+    named = getattr(args, "environment", None)
+    if not named or getattr(args, "base_url", None) or not os.environ.get(ENV_VARS["base_url"]):
+        return
+    url = client.environment.base_url  # checked: no user info, query or fragment in it
+    if url == Environment.from_name(named).base_url:
+        return
+    say(
+        f"note: {ENV_VARS['base_url']} ({url}) decides where requests go, not "
+        f"--environment {named}; unset it or pass --base-url to choose",
+        err=True,
     )
 
 
