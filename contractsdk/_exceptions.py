@@ -8,10 +8,13 @@ The hierarchy::
     │                                   locked, unreadable): contractsdk.bulk
     ├── TransportError                  no usable HTTP response
     │   ├── ConnectError                the request was NOT sent: safe to retry for any method
+    │   │   └── CertificateVerificationError  the server's TLS certificate could not be
+    │   │                               verified: not sent, and not retried
     │   ├── ConnectTimeoutError         (also TimeoutError) the connection was never made
     │   ├── ReadTimeoutError            (also TimeoutError) sent, but no answer in time:
-    │   │                               the request MAY have been processed
-    │   └── ReadError                   the connection dropped mid-response: MAY have been processed
+    │   │                               a write MAY have been processed
+    │   └── ReadError                   the connection dropped mid-response: a write MAY
+    │                                   have been processed
     ├── APIError                        the service answered with an error status
     │   ├── BadRequestError             400
     │   ├── AuthenticationError         401, and a token endpoint that failed
@@ -43,7 +46,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ._headers import parse_retry_after, request_id, server_now
-from ._http import IDEMPOTENT_METHODS
+from ._http import IDEMPOTENT_METHODS, READ_METHODS
 from ._redact import scrub, scrub_cut
 
 if TYPE_CHECKING:
@@ -56,6 +59,7 @@ __all__ = [
     "ConfigurationError",
     "TransportError",
     "ConnectError",
+    "CertificateVerificationError",
     "ConnectTimeoutError",
     "ReadTimeoutError",
     "ReadError",
@@ -154,15 +158,44 @@ class TransportError(ContractSDKError):
     """
 
     client_closed: bool = False
+    #: Whether the failure may follow the request's processing (a read timeout, a broken
+    #: connection): then a request that changes something may have changed it.
+    _may_process: ClassVar[bool] = False
 
     def __init__(self, message: str, *, method: str = "", url: str = "") -> None:
         super().__init__(message)
         self.method = method
         self.url = url
 
+    @property  # computed, unless set (a retry, a token request)
+    def outcome_unknown(self) -> bool:
+        """True when the request may have been processed and it is not a read.
+
+        A read timeout or a broken connection may follow the processing of the request;
+        only a request that changes something (not a GET, HEAD or OPTIONS, which change
+        nothing however often they are sent) may then have changed it.
+        """
+        unknown = self.__dict__.get("_unknown")
+        if unknown is not None:
+            return bool(unknown)
+        return self._may_process and self.method not in READ_METHODS
+
+    @outcome_unknown.setter
+    def outcome_unknown(self, value: bool) -> None:
+        self._unknown = value
+
 
 class ConnectError(TransportError):
     """The connection could not be made, so the request was never sent."""
+
+
+class CertificateVerificationError(ConnectError):
+    """The server's TLS certificate could not be verified, so the request was never sent.
+
+    Not retried: the same certificate fails the same way. The server is not the one the
+    URL names, or its certificate is not one this system trusts (expired, self-signed, or
+    issued by a private CA: name that CA's bundle in ``SSL_CERT_FILE``).
+    """
 
 
 class ConnectTimeoutError(TransportError, TimeoutError):
@@ -170,15 +203,21 @@ class ConnectTimeoutError(TransportError, TimeoutError):
 
 
 class ReadTimeoutError(TransportError, TimeoutError):
-    """The request was sent but no complete answer came in time."""
+    """The request was sent but no complete answer came in time.
 
-    outcome_unknown = True
+    A write (not a GET, HEAD or OPTIONS) may have been processed: ``outcome_unknown``.
+    """
+
+    _may_process = True
 
 
 class ReadError(TransportError):
-    """The connection broke after the request was sent (reset, truncated body)."""
+    """The connection broke after the request was sent (reset, truncated body).
 
-    outcome_unknown = True
+    A write (not a GET, HEAD or OPTIONS) may have been processed: ``outcome_unknown``.
+    """
+
+    _may_process = True
 
 
 class APIError(ContractSDKError):

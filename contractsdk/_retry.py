@@ -3,6 +3,8 @@
 The decision matrix (DESIGN.md §5), applied by the pure :func:`should_retry`::
 
     failure                                   retried when
+    CertificateVerificationError              never: the request was not sent, and the same
+                                              certificate fails the same way
     ConnectError, ConnectTimeoutError         always: the request was never sent
     ReadTimeoutError, ReadError               the call is replayable: it may have been processed
                                               (a POST only with ``Call.trust_key``: below),
@@ -84,6 +86,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 from ._exceptions import (
     APIError,
     AuthenticationError,
+    CertificateVerificationError,
     ConfigurationError,
     ConnectError,
     ConnectTimeoutError,
@@ -244,6 +247,8 @@ def should_retry(error: BaseException, *, call: Call) -> bool:
             ``trust_key``, decide the ambiguous cases).
     """
     if not isinstance(error, Exception):  # CancelledError, KeyboardInterrupt, SystemExit
+        return False
+    if isinstance(error, CertificateVerificationError):
         return False
     if isinstance(error, ConnectError | ConnectTimeoutError):
         return True

@@ -25,6 +25,7 @@ import aiohttp
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from ._exceptions import (
+    CertificateVerificationError,
     ConfigurationError,
     ConnectError,
     ConnectTimeoutError,
@@ -510,11 +511,36 @@ def _host(request: Request) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+#: The variable OpenSSL reads its trusted CA certificates from (a PEM file), when set as
+#: aiohttp makes its TLS context (on import): how the default transport trusts a private CA.
+CA_BUNDLE_VAR: Final = "SSL_CERT_FILE"
+
+
+def _verify_reason(exc: aiohttp.ClientConnectorCertificateError) -> str:
+    """Why OpenSSL refused a certificate, in its own words (never the server's bytes).
+
+    ``self-signed certificate``, ``certificate has expired``, ``Hostname mismatch, …``.
+    """
+    error = getattr(exc, "certificate_error", None)
+    reason = getattr(error, "verify_message", None) or getattr(error, "reason", None)
+    return str(reason) if reason else type(error).__name__
+
+
 def _translate(exc: aiohttp.ClientError | asyncio.TimeoutError, request: Request) -> TransportError:
     """Return the SDK's error for an aiohttp failure (the most specific class first)."""
     where = {"method": request.method, "url": request.path}  # as APIError: the path only
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
         return ConnectTimeoutError(f"timed out connecting to {_host(request)}", **where)
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        # Not a ConnectError to retry: the same certificate fails the same way, and three
+        # attempts only repeated "[SSL: CERTIFICATE_VERIFY_FAILED] … (after 3 attempts)".
+        return CertificateVerificationError(
+            f"the TLS certificate of {_host(request)} could not be verified: "
+            f"{_verify_reason(exc)}. If the service's certificate comes from a private CA, "
+            f"set {CA_BUNDLE_VAR} to a PEM file of that CA's certificates before the "
+            "program starts",
+            **where,
+        )
     if isinstance(exc, aiohttp.ClientConnectorError):
         return ConnectError(f"could not connect to {_host(request)}: {exc.os_error}", **where)
     if isinstance(exc, _READ_TIMEOUTS):

@@ -7,6 +7,7 @@ import pytest
 from contractsdk._exceptions import (
     AuthenticationError,
     BadRequestError,
+    CertificateVerificationError,
     ConflictError,
     ConnectError,
     ConnectTimeoutError,
@@ -51,6 +52,8 @@ CASES = [
     (ResponseValidationError("unreadable 201"), "unknown", "unknown"),
     (api(ConflictError, 409), "unknown", "unknown"),
     (api(AuthenticationError, 401), "fatal", "fatal"),
+    # The same certificate fails every row the same way (it was final, row by row).
+    (CertificateVerificationError("self-signed certificate"), "fatal", "fatal"),
     (api(PermissionDeniedError, 403), "fatal", "final"),
     (api(NotFoundError, 404), "fatal", "final"),
     (api(BadRequestError, 400), "final", "final"),

@@ -17,11 +17,13 @@ from contractsdk import (
     NotFoundError,
     PermissionDeniedError,
     RateLimitError,
+    ReadError,
     ReadTimeoutError,
     Request,
     Response,
     ServerError,
     TokenRequestError,
+    TransportError,
     UnprocessableEntityError,
 )
 from contractsdk._exceptions import error_from_response
@@ -164,6 +166,35 @@ def test_outcome_unknown_is_said() -> None:
     error = ReadTimeoutError("timed out", method="POST", url="/v1/teams/1/contracts")
     assert error.outcome_unknown
     assert "may have been processed" in str(error)
+
+
+@pytest.mark.parametrize("cls", [ReadTimeoutError, ReadError])
+@pytest.mark.parametrize(
+    ("method", "unknown"),
+    [
+        ("GET", False),
+        ("HEAD", False),
+        ("OPTIONS", False),
+        ("POST", True),
+        ("PATCH", True),
+        ("PUT", True),
+        ("DELETE", True),
+    ],
+)
+def test_only_a_write_may_have_been_processed(
+    cls: type[TransportError], method: str, unknown: bool
+) -> None:
+    """A lost answer to a read changes nothing: its message does not say it may have been done.
+
+    A GET that timed out ended "; the request may have been processed".
+    """
+    error = cls("timed out", method=method, url="/v1/users/7")
+    for seen in (error, pickle.loads(pickle.dumps(error))):
+        assert seen.outcome_unknown is unknown
+        assert str(seen).endswith("; the request may have been processed") is unknown
+    error.outcome_unknown = not unknown  # as a retry or a token request sets it
+    assert pickle.loads(pickle.dumps(error)).outcome_unknown is not unknown
+    assert ("may have been processed" in str(error)) is not unknown
 
 
 def test_every_error_descends_from_the_root() -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from contractsdk import (
     APIError,
+    CertificateVerificationError,
     ConfigurationError,
     ConnectError,
     ConnectTimeoutError,
@@ -72,6 +73,8 @@ MATRIX: list[tuple[str, BaseException, Request, bool]] = [
     ("connect GET", ConnectError("x"), request(), True),
     ("connect POST", ConnectError("x"), post(), True),
     ("connect timeout POST", ConnectTimeoutError("x"), post(), True),
+    # never sent, but the same certificate fails the same way: never
+    ("certificate GET", CertificateVerificationError("x"), request(), False),
     # outcome unknown: idempotent only (a key counts only when trusted: test below)
     ("read timeout GET", ReadTimeoutError("x"), request(), True),
     ("read timeout PUT", ReadTimeoutError("x"), request("PUT"), True),

@@ -5,16 +5,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import shutil
+import ssl
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 from aioresponses import CallbackResult, aioresponses
 
 import tests._aioresponses_compat  # noqa: F401  # aiohttp 3.14 support, see the module
 from contractsdk import (
     AiohttpTransport,
+    CertificateVerificationError,
     ConnectError,
     ConnectTimeoutError,
     ContractClient,
@@ -76,6 +84,13 @@ async def test_request_is_mapped_and_response_read() -> None:
                 OSError(111, "refused"),
             ),
             ConnectError,
+        ),
+        (
+            aiohttp.ClientConnectorCertificateError(
+                aiohttp.client_reqrep.ConnectionKey("h", 443, True, True, None, None, None),
+                ssl.SSLCertVerificationError(1, "certificate verify failed"),
+            ),
+            CertificateVerificationError,
         ),
         (aiohttp.ConnectionTimeoutError(), ConnectTimeoutError),
         (aiohttp.SocketTimeoutError(), ReadTimeoutError),
@@ -344,6 +359,24 @@ def _silent_server() -> contextlib.AbstractAsyncContextManager[str]:
     return _server(silent)
 
 
+async def test_a_read_that_times_out_does_not_say_it_may_have_been_processed() -> None:
+    """A hung server: the GET's error counts its attempts, and claims nothing was changed.
+
+    It ended "…; the request may have been processed", which only a write can be.
+    """
+    async with _silent_server() as url:
+        fast = Retries(attempts=3, wait_initial=0.001, wait_max=0.001)
+        async with ContractClient(
+            api_key=API_KEY, base_url=url, timeout=0.05, retries=fast, rate_limits=None
+        ) as client:
+            with pytest.raises(ReadTimeoutError) as caught:
+                await asyncio.wait_for(client.users.get(7917), 5)
+    assert str(caught.value) == (
+        "timed out waiting for the service's answer (after 3 attempts) (GET /v1/users/7917)"
+    )
+    assert not caught.value.outcome_unknown
+
+
 async def test_each_attempt_times_out_at_its_own_deadline() -> None:
     """Attempts of different timeouts in flight together each end at their own deadline.
 
@@ -417,3 +450,119 @@ async def test_a_timeout_leaves_the_task_as_it_was() -> None:
                     assert task.cancelling() == 0
         finally:
             await transport.aclose()
+
+
+@pytest.fixture(scope="module")
+def self_signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 that no CA signed, and its key (made with openssl)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is not installed")
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    new_key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    files = ["-keyout", str(key), "-out", str(cert), "-days", "2"]
+    subject = ["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+    subprocess.run(
+        ["openssl", "req", "-x509", *new_key, *files, *subject],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return cert, key
+
+
+@contextlib.asynccontextmanager
+async def _tls_server(cert: Path, key: Path) -> AsyncIterator[tuple[str, dict[str, int]]]:
+    """An aiohttp server on 127.0.0.1 over TLS; yields its URL and its counts.
+
+    ``connections`` counts the TCP connections accepted (a TLS handshake starts on each),
+    ``requests`` the HTTP requests that arrived.
+    """
+    counts = {"connections": 0, "requests": 0}
+
+    async def answer(request: web.BaseRequest) -> web.Response:
+        counts["requests"] += 1
+        return web.json_response({"id": 7917})
+
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    handler = web.Server(answer)
+
+    def accepted() -> asyncio.BaseProtocol:
+        counts["connections"] += 1
+        return handler()
+
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(accepted, "127.0.0.1", 0, ssl=context)
+    try:
+        yield f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}", counts
+    finally:
+        server.close()
+        await handler.shutdown(1)
+        await server.wait_closed()
+
+
+async def test_a_certificate_that_cannot_be_verified_is_said_and_not_retried(
+    self_signed: tuple[Path, Path],
+) -> None:
+    """One attempt, and a message that says the certificate failed, and how to trust a CA.
+
+    It was retried as a connection failure: "could not connect to … [SSL:
+    CERTIFICATE_VERIFY_FAILED] … (after 3 attempts)".
+    """
+    async with _tls_server(*self_signed) as (url, counts):
+        retries = Retries(attempts=3, wait_initial=0.001, wait_max=0.001)
+        async with ContractClient(
+            api_key=API_KEY, base_url=url, retries=retries, rate_limits=None
+        ) as client:
+            with pytest.raises(CertificateVerificationError) as caught:
+                await asyncio.wait_for(client.users.get(7917), 10)
+    error = caught.value
+    assert counts == {"connections": 1, "requests": 0}  # one handshake, nothing sent
+    assert error.attempts == 1 and not error.outcome_unknown
+    assert isinstance(error, ConnectError)  # not sent, as any ConnectError
+    port = url.rsplit(":", 1)[1]
+    assert str(error) == (
+        f"the TLS certificate of 127.0.0.1:{port} could not be verified: self-signed "
+        "certificate. If the service's certificate comes from a private CA, set SSL_CERT_FILE "
+        "to a PEM file of that CA's certificates before the program starts "
+        "(GET /v1/users/7917)"
+    )
+
+
+_TRUSTING = """
+import asyncio, sys
+from contractsdk import AiohttpTransport, Request
+
+async def main() -> int:
+    transport = AiohttpTransport()
+    try:
+        request = Request(method="GET", url=sys.argv[1] + "/v1/users/7917")
+        response = await transport.handle_async_request(request)
+    finally:
+        await transport.aclose()
+    return 0 if response.status_code == 200 else 1
+
+sys.exit(asyncio.run(main()))
+"""
+
+
+async def test_ssl_cert_file_trusts_the_ca_the_message_names(
+    self_signed: tuple[Path, Path],
+) -> None:
+    """The advice works: with SSL_CERT_FILE naming the certificate, the request goes through."""
+    cert, _ = self_signed
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SSL_CERT", "CONTRACTSDK_"))}
+    async with _tls_server(*self_signed) as (url, counts):
+        child = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            _TRUSTING,
+            url,
+            env={**env, "SSL_CERT_FILE": str(cert)},
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(child.communicate(), 60)
+    assert child.returncode == 0, (out + err).decode()
+    assert counts["requests"] == 1

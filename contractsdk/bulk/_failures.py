@@ -24,6 +24,7 @@ one the service may have processed is unknown, as a lost answer is: listed only
     ConflictError (409: the key is still in use)      unknown: a request is in progress
     RateLimiterTimeoutError (waited too long)         retry: nothing was sent
     AuthenticationError (401)                         fatal: no row can succeed
+    CertificateVerificationError (TLS)                fatal: no row can succeed
     PermissionDeniedError, NotFoundError (403, 404)   fatal for a fixed target, else final
     anything else (400, 422, ...)                     final: the service refused this row
 
@@ -43,6 +44,7 @@ from typing import Literal
 from contractsdk._exceptions import (
     APIError,
     AuthenticationError,
+    CertificateVerificationError,
     ConflictError,
     ContractSDKError,
     NotFoundError,
@@ -75,6 +77,7 @@ _ROW_TABLE: tuple[tuple[type[ContractSDKError], Failure], ...] = (
     (ConflictError, "unknown"),
     (RateLimiterTimeoutError, "retry"),
     (AuthenticationError, "fatal"),
+    (CertificateVerificationError, "fatal"),
 )
 
 
