@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -124,3 +125,48 @@ async def test_a_loopback_host_says_nothing_of_other_interfaces() -> None:
         text = _describe(server)
     assert "Listening on" not in text
     assert "all interfaces" not in text
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (None, "cannot read {path}: No such file or directory"),
+        (b"\xff\xfe", "cannot read {path}: it is not UTF-8 text"),
+        (b"{", "{path} is not JSON: Expecting property name enclosed in double quotes: "),
+        (
+            b'{"route": "*"}',
+            '{path} must hold a JSON list of fault rules, or an object with one under "rules"',
+        ),
+        (b"[1]", "{path}: rule 1 must be a JSON object, got a number"),
+        (b'{"rules": [{}, {"route": 5}]}', "{path}: rule 2: route must be a string"),
+        (
+            b'[{"route": "*", "status_500": 2}]',
+            "{path}: rule 1: status_500 must be a probability in [0, 1], got 2.0",
+        ),
+    ],
+)
+def test_a_faults_file_that_cannot_be_used_is_a_usage_error_naming_the_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes | None, said: str
+) -> None:
+    """Exit 2, one error line that names --faults and the file, and says what is wrong.
+
+    A missing file said only "[Errno 2] No such file or directory: '/nope.json'", and an
+    object without "rules" said "'rules'".
+    """
+    path = tmp_path / "faults.json"
+    if content is not None:
+        path.write_bytes(content)
+    assert main(["sandbox", "--port", "0", "--faults", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    last = err.splitlines()[-1]
+    assert last.startswith(f"contractsdk sandbox: error: --faults: {said.format(path=path)}"), err
+
+
+def test_a_faults_folder_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder given as --faults is named with the system's reason."""
+    assert main(["sandbox", "--faults", str(tmp_path)]) == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last == f"contractsdk sandbox: error: --faults: cannot read {tmp_path}: Is a directory"

@@ -120,6 +120,61 @@ def build_parser(prog: str = "python -m contractsdk.sandbox") -> argparse.Argume
     return parser
 
 
+def _kind(value: object) -> str:
+    """What a JSON value is, in JSON's words (for a message)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def read_faults(path: str) -> tuple[FaultRule, ...]:
+    """Read a ``--faults`` file: a JSON list of rules, or an object with one under "rules".
+
+    Args:
+        path: The file, as given on the command line.
+
+    Returns:
+        The rules, in the file's order.
+
+    Raises:
+        ValueError: The file cannot be read, is not JSON, or its rules are not ones
+            :meth:`FaultRule.from_json` takes; the message says which, and names the file
+            (and the rule, counted from 1), not the option.
+    """
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"cannot read {path}: it is not UTF-8 text") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:  # JSONDecodeError: where, in its own words
+        raise ValueError(f"{path} is not JSON: {exc}") from None
+    rules = data.get("rules") if isinstance(data, dict) else data
+    if not isinstance(rules, list):
+        raise ValueError(
+            f'{path} must hold a JSON list of fault rules, or an object with one under "rules" '
+            '(e.g. [{"route": "POST /v1/teams/*/contracts", "status_503": 0.05}])'
+        )
+    faults = []
+    for number, rule in enumerate(rules, 1):
+        if not isinstance(rule, dict):
+            raise ValueError(f"{path}: rule {number} must be a JSON object, got {_kind(rule)}")
+        try:
+            faults.append(FaultRule.from_json(rule))
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{path}: rule {number}: {exc}") from None
+    return tuple(faults)
+
+
 def _interfaces(server: SandboxServer) -> str:
     """The line saying that a server on a wildcard host is reachable from elsewhere too."""
     loopback = server.url.split("//", 1)[1].rsplit(":", 1)[0]
@@ -236,12 +291,12 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m contractsdk.sa
     parser = build_parser(prog)
     args = parser.parse_args(argv)
     faults: tuple[FaultRule, ...] = ()
+    if args.faults:
+        try:
+            faults = read_faults(args.faults)
+        except ValueError as exc:
+            parser.error(f"--faults: {exc}")
     try:
-        if args.faults:
-            with open(args.faults, encoding="utf-8") as handle:
-                data = json.load(handle)
-            rules = data["rules"] if isinstance(data, dict) else data
-            faults = tuple(FaultRule.from_json(rule) for rule in rules)
         config = SandboxConfig(
             seed=args.seed,
             read_rate=args.read_rate,
