@@ -136,7 +136,8 @@ class ContractClient(Sender):
             waiting longer than this in the rate limiter (None: wait as needed; 0: only
             when a slot is free at once).
         event_hooks: ``{"request" | "response" | "retry" | "throttle": [callables]}``; a
-            hook may be sync or async.
+            hook may be sync or async. Hooks observe: one that raises is logged (WARNING,
+            logger ``contractsdk``, with its traceback) and the call goes on.
         transport: Send requests through this instead of aiohttp (e.g.
             :class:`contractsdk.testing.MockTransport`).
         redis: Share the rate limits (buckets, pauses, learnt rates) and the OAuth token

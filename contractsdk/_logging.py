@@ -81,11 +81,24 @@ class Instrumentation:
         self.token_requests = 0
 
     async def emit(self, event: str, payload: object) -> None:
-        """Call the hooks registered for ``event`` with ``payload``, in order."""
+        """Call the hooks registered for ``event`` with ``payload``, in order.
+
+        A hook observes; it cannot fail the call. One that raises is logged (WARNING, with
+        its traceback) and the rest run: a metrics backend down raised out of a response
+        hook, and a contract the service had made was reported to its caller as a
+        ``RuntimeError``, without its id, for a retry to make twice. Cancellation still
+        propagates.
+        """
         for hook in self._hooks[event]:
-            result = hook(payload)
-            if inspect.isawaitable(result):
-                await result
+            try:
+                result = hook(payload)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:
+                name = getattr(hook, "__qualname__", None) or type(hook).__name__
+                logger.warning(
+                    "the %s event hook %s raised; the call goes on", event, name, exc_info=True
+                )
 
     def on_request(self, request: Request) -> Awaitable[None] | None:
         """Count and report a request about to be sent (its credential not attached).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
@@ -18,6 +19,7 @@ from contractsdk import (
     TermSet,
     TermValidationError,
 )
+from contractsdk._logging import EVENTS
 from contractsdk.testing import MockTransport, json_response
 from tests._fakeservice import FakeService
 from tests.conftest import API_KEY
@@ -395,6 +397,49 @@ async def test_retry_and_throttle_hooks() -> None:
     assert [r.status_code for r in throttled] == [429]
     assert [(e.attempt, e.method, e.path) for e in retried] == [(1, "GET", "/v1/users/7")]
     assert (stats.requests, stats.retries, stats.throttled) == (2, 1, 1)
+
+
+async def test_a_hook_that_raises_never_fails_the_call(caplog: pytest.LogCaptureFixture) -> None:
+    """Hooks observe: one that raises is logged, and a contract made is still returned.
+
+    A response hook raising (a metrics backend down) turned a 201 into a ``RuntimeError``
+    without the contract's id, for the caller's retry to create it twice; a throttle hook
+    raising failed a call its retry would have passed.
+    """
+    from contractsdk import Retries
+
+    service = FakeService()
+    answers = [json_response(429, {"status": 429}, headers={"Retry-After": "0"})]
+
+    def handler(request: Request) -> Response:
+        return answers.pop() if answers and request.method == "POST" else service(request)
+
+    def broken(payload: object) -> None:
+        raise RuntimeError("metrics backend down")
+
+    async def broken_async(payload: object) -> None:
+        raise RuntimeError("tracing backend down")
+
+    seen: list[object] = []
+    hooks = {event: [broken, broken_async, seen.append] for event in EVENTS}
+    with caplog.at_level(logging.WARNING, logger="contractsdk"):
+        async with ContractClient(
+            api_key=API_KEY,
+            transport=MockTransport(handler),
+            rate_limits=None,
+            retries=Retries(wait_initial=0.001),
+            event_hooks=hooks,
+        ) as client:
+            contract = await client.contracts.create(
+                70, template_id=149, created_by=7, values={"contract_name": "a"}
+            )
+    assert contract.id is not None and list(service.contracts) == [contract.id]
+    assert [type(p).__name__ for p in seen].count("RetryEvent") == 1  # the later hooks ran
+    warned = [r for r in caplog.records if "event hook" in r.getMessage()]
+    events = {r.getMessage().split()[1] for r in warned}
+    assert events == set(EVENTS)
+    assert all(r.exc_info is not None for r in warned)
+    assert API_KEY not in caplog.text
 
 
 async def test_sandbox_command_delegates(capsys: pytest.CaptureFixture[str]) -> None:
