@@ -138,7 +138,8 @@ class Retries:
         wait_initial: The cap of the first backoff, in seconds; each retry doubles it.
         wait_max: The largest backoff cap, in seconds.
         timeout: Seconds one call may spend across all its attempts and waits; no wait or
-            attempt starts past it. None: no deadline.
+            attempt starts past it, and an attempt under way ends with it
+            (``ReadTimeoutError``). None: no deadline.
         budget: The capacity of the retry budget shared by all calls of a client (a retry
             costs 5, 10 after a timeout; successes refund). None: no budget.
         retry_after_max: The longest ``Retry-After`` a call waits out; a longer one raises

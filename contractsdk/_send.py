@@ -30,6 +30,7 @@ from contractsdk._config import check_header
 from contractsdk._converter import NO_CONTENT, structure, structure_list
 from contractsdk._exceptions import (
     ConfigurationError,
+    ConnectTimeoutError,
     ResponseValidationError,
     client_closed,
     error_from_response,
@@ -258,6 +259,8 @@ class Sender:
         if limiter is not None:  # the usual case first: a slot free now, nothing awaited
             grant = limiter.try_acquire(request.method) or await self._acquire(limiter, call)
         try:
+            if call.deadline is not None:
+                request = self._bounded(request, call.deadline)
             hooks = instrumentation.on_request(request)
             if hooks is not None:
                 await hooks
@@ -288,6 +291,27 @@ class Sender:
         if hooks is not None:
             await hooks
         return response
+
+    def _bounded(self, request: Request, deadline: float) -> Request:
+        """The request, its timeout cut to what is left of the call's deadline.
+
+        ``Retries(timeout=)`` bounds the whole call: a wait, or an attempt, never starts
+        past it, and an attempt under way ends with it (a 3 s answer to a call given 1 s
+        came back after 3 s). With nothing left, nothing is sent.
+
+        Raises:
+            ConnectTimeoutError: The deadline has passed: the request was not sent.
+        """
+        left = deadline - self._clock()
+        if left <= 0:
+            raise ConnectTimeoutError(
+                "the call's timeout (Retries.timeout) ran out before the request was sent",
+                method=request.method,
+                url=request.path,
+            )
+        if request.timeout is None or left < request.timeout:
+            return attrs.evolve(request, timeout=left)
+        return request
 
     async def _acquire(self, limiter: RateLimiter, call: Call) -> Grant:
         timeout = self._limiter_timeout
