@@ -283,8 +283,25 @@ class APIError(ContractSDKError):
     def outcome_unknown(self, value: bool) -> None:
         self._unknown = value
 
+    def _where(self) -> str:
+        """The request, and the service's id for it: what its support asks for.
+
+        In ``str(error)``, as a service's ``logger.exception`` writes it: kept only in the
+        attribute, the id never reached the logs (Stripe's messages carry it too).
+        """
+        where = super()._where()
+        shown = self.__dict__.get("request_id")
+        if not shown:
+            return where
+        return f"{where}, request id {shown}" if where else f"request id {shown}"
+
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(status_code={self.status_code!r}, message={self.message!r})"
+        shown = self.__dict__.get("request_id")
+        also = f", request_id={shown!r}" if shown else ""
+        return (
+            f"{type(self).__name__}(status_code={self.status_code!r}, "
+            f"message={self.message!r}{also})"
+        )
 
 
 #: Statuses a service may answer after it processed the request.

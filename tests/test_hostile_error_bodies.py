@@ -180,6 +180,15 @@ def test_a_request_id_can_always_be_printed(sent: str, shown: str) -> None:
     assert error.request_id is not None
     error.request_id.encode("utf-8")  # what print() does on a UTF-8 terminal
     assert pickle.loads(pickle.dumps(error)).request_id == shown
+    # In what a service's logger.exception writes: str() and repr(), printable too.
+    assert f", request id {shown})" in str(error)
+    assert f"request_id={shown!r}" in repr(error)
+    str(error).encode("utf-8")
+
+
+def test_an_error_without_a_request_id_says_nothing_of_one() -> None:
+    error = error_from_response(_answer(b"{}", "application/json"), now=0.0)
+    assert "request id" not in str(error) and "request_id" not in repr(error)
 
 
 def test_a_request_id_that_echoes_a_secret_does_not_show_it() -> None:
