@@ -149,7 +149,8 @@ class Instrumentation:
     async def on_retry(self, event: object) -> None:
         """Count and report a retry about to happen."""
         self.retries += 1
-        logger.debug("retrying: %s", event)
+        # INFO, as openai's client logs its retries: a service logging at INFO sees them.
+        logger.info("retrying: %s", event)
         if self._hooks["retry"]:
             await self.emit("retry", event)
 

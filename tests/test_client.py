@@ -399,6 +399,30 @@ async def test_retry_and_throttle_hooks() -> None:
     assert (stats.requests, stats.retries, stats.throttled) == (2, 1, 1)
 
 
+async def test_a_retry_is_logged_at_info(caplog: pytest.LogCaptureFixture) -> None:
+    """A service logging at INFO sees each retry (it was DEBUG only), without the key."""
+    from contractsdk import Retries
+
+    service = FakeService()
+    answers = [json_response(429, {"status": 429}, headers={"Retry-After": "0"})]
+
+    def handler(request: Request) -> Response:
+        return answers.pop() if answers else service(request)
+
+    with caplog.at_level(logging.INFO, logger="contractsdk"):
+        async with ContractClient(
+            api_key=API_KEY,
+            transport=MockTransport(handler),
+            rate_limits=None,
+            retries=Retries(wait_initial=0.001),
+        ) as client:
+            await client.users.get(7)
+    retried = [r for r in caplog.records if r.getMessage().startswith("retrying:")]
+    assert [r.levelno for r in retried] == [logging.INFO]
+    assert "GET /v1/users/7" in retried[0].getMessage()
+    assert API_KEY not in caplog.text
+
+
 async def test_a_hook_that_raises_never_fails_the_call(caplog: pytest.LogCaptureFixture) -> None:
     """Hooks observe: one that raises is logged, and a contract made is still returned.
 
