@@ -10,6 +10,7 @@ import asyncio
 import copy
 import time
 import urllib.parse
+import warnings
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, NoReturn, TypeVar
@@ -324,6 +325,25 @@ class ContractClient(Sender):
 
     def __repr__(self) -> str:
         return f"<ContractClient environment={self.environment.name!r} base_url={self._base!r}>"
+
+    def __del__(self) -> None:
+        # Named, unlike aiohttp's "Unclosed client session": which object was left open,
+        # and how to close it. Only a root client owns connections; never raises.
+        try:
+            if self._closed or self._root is not self:
+                return
+            unclosed = getattr(self._transport, "unclosed", None)
+            if unclosed is None or not unclosed():
+                return
+        except AttributeError:  # an __init__ that raised: nothing was opened
+            return
+        warnings.warn(
+            f"unclosed {self!r}: use `async with ContractClient(...)`, or `await "
+            "client.aclose()` when done",
+            ResourceWarning,
+            source=self,
+            stacklevel=1,
+        )
 
     def __reduce__(self) -> NoReturn:
         # Pickled, a client's bytes held its credential; and its connections, tasks and

@@ -250,6 +250,11 @@ class AiohttpTransport:
         # The last headers sent and aiohttp's form of them (see _send_with_headers).
         self._last_headers: tuple[Sequence[tuple[str, str]], CIMultiDictProxy[str]] | None = None
 
+    def unclosed(self) -> bool:
+        """Whether an aiohttp session of its own is open: its connections need ``aclose()``."""
+        session = self._session
+        return self._owns_session and session is not None and not session.closed
+
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(

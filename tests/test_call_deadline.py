@@ -1,8 +1,10 @@
-"""``Retries(timeout=)`` bounds the whole call: an attempt under way ends with it too."""
+"""A service's client: ``Retries(timeout=)`` bounds an attempt under way; one left open says so."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
+import warnings
 
 import pytest
 
@@ -53,3 +55,23 @@ async def test_nothing_is_sent_once_the_deadline_has_passed(server: SandboxServe
         assert client._bounded(request, client._clock() + 3600.0) is request
         cut = client._bounded(request, client._clock() + 0.25)
         assert cut.timeout is not None and 0 < cut.timeout <= 0.25
+
+
+async def test_a_client_left_open_says_which_and_how_to_close_it(server: SandboxServer) -> None:
+    """A client dropped without aclose() names itself (aiohttp only said "session")."""
+    client = ContractClient(api_key=server.api_key, base_url=server.url)
+    await client.users.get(server.users[0].id)  # its connections are open now
+    session = client._transport._session  # type: ignore[attr-defined]
+    del client
+    with pytest.warns(ResourceWarning, match=r"unclosed <ContractClient .*await client\.aclose"):
+        gc.collect()
+    await session.close()  # what the client should have done
+
+    closed = ContractClient(api_key=server.api_key, base_url=server.url)
+    await closed.users.get(server.users[0].id)
+    await closed.aclose()
+    never_used = ContractClient(api_key=server.api_key, base_url=server.url)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        del closed, never_used  # closed, or nothing opened: nothing to say
+        gc.collect()
