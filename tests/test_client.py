@@ -373,24 +373,36 @@ async def test_require_all_without_a_template_is_refused(
     assert service.requests == []
 
 
-async def test_retry_and_throttle_hooks() -> None:
-    """A 429 fires the throttle hook, its retry the retry hook, and the stats count both."""
-    from contractsdk import Retries, RetryEvent
+def throttled_once(
+    service: FakeService, *, method: str | None = None, event_hooks: Any = None
+) -> ContractClient:
+    """A client of ``service`` whose first request (of ``method``, if given) is a bare 429."""
+    from contractsdk import Retries
 
-    service = FakeService()
     answers = [json_response(429, {"status": 429}, headers={"Retry-After": "0"})]
 
     def handler(request: Request) -> Response:
-        return answers.pop() if answers else service(request)
+        if answers and method in (None, request.method):
+            return answers.pop()
+        return service(request)
 
-    throttled: list[Response] = []
-    retried: list[RetryEvent] = []
-    async with ContractClient(
+    return ContractClient(
         api_key=API_KEY,
         transport=MockTransport(handler),
         rate_limits=None,
         retries=Retries(wait_initial=0.001),
-        event_hooks={"throttle": [throttled.append], "retry": [retried.append]},
+        event_hooks=event_hooks,
+    )
+
+
+async def test_retry_and_throttle_hooks() -> None:
+    """A 429 fires the throttle hook, its retry the retry hook, and the stats count both."""
+    from contractsdk import RetryEvent
+
+    throttled: list[Response] = []
+    retried: list[RetryEvent] = []
+    async with throttled_once(
+        FakeService(), event_hooks={"throttle": [throttled.append], "retry": [retried.append]}
     ) as client:
         assert (await client.users.get(7)).id == 7
         stats = client.stats
@@ -401,21 +413,8 @@ async def test_retry_and_throttle_hooks() -> None:
 
 async def test_a_retry_is_logged_at_info(caplog: pytest.LogCaptureFixture) -> None:
     """A service logging at INFO sees each retry (it was DEBUG only), without the key."""
-    from contractsdk import Retries
-
-    service = FakeService()
-    answers = [json_response(429, {"status": 429}, headers={"Retry-After": "0"})]
-
-    def handler(request: Request) -> Response:
-        return answers.pop() if answers else service(request)
-
     with caplog.at_level(logging.INFO, logger="contractsdk"):
-        async with ContractClient(
-            api_key=API_KEY,
-            transport=MockTransport(handler),
-            rate_limits=None,
-            retries=Retries(wait_initial=0.001),
-        ) as client:
+        async with throttled_once(FakeService()) as client:
             await client.users.get(7)
     retried = [r for r in caplog.records if r.getMessage().startswith("retrying:")]
     assert [r.levelno for r in retried] == [logging.INFO]
@@ -430,13 +429,7 @@ async def test_a_hook_that_raises_never_fails_the_call(caplog: pytest.LogCapture
     without the contract's id, for the caller's retry to create it twice; a throttle hook
     raising failed a call its retry would have passed.
     """
-    from contractsdk import Retries
-
     service = FakeService()
-    answers = [json_response(429, {"status": 429}, headers={"Retry-After": "0"})]
-
-    def handler(request: Request) -> Response:
-        return answers.pop() if answers and request.method == "POST" else service(request)
 
     def broken(payload: object) -> None:
         raise RuntimeError("metrics backend down")
@@ -447,13 +440,7 @@ async def test_a_hook_that_raises_never_fails_the_call(caplog: pytest.LogCapture
     seen: list[object] = []
     hooks = {event: [broken, broken_async, seen.append] for event in EVENTS}
     with caplog.at_level(logging.WARNING, logger="contractsdk"):
-        async with ContractClient(
-            api_key=API_KEY,
-            transport=MockTransport(handler),
-            rate_limits=None,
-            retries=Retries(wait_initial=0.001),
-            event_hooks=hooks,
-        ) as client:
+        async with throttled_once(service, method="POST", event_hooks=hooks) as client:
             contract = await client.contracts.create(
                 70, template_id=149, created_by=7, values={"contract_name": "a"}
             )
