@@ -99,6 +99,24 @@ def _check_option(value: object, kind: type, name: str) -> None:
         )
 
 
+def _personal_team_of(user_id: Id, teams: Sequence[Team]) -> Team:
+    """Return the user's personal team among their teams (see ``personal_team``).
+
+    Raises:
+        ConfigurationError: The user has no team at all (pass a team id instead).
+    """
+    for team in teams:
+        if team.name is not None and team.name.strip().casefold() == PERSONAL_TEAM.casefold():
+            return team
+    if not teams:
+        raise ConfigurationError(f"user {user_id} has no team; pass team_id=")
+    # Any field may be missing (endpoints.md §3 M6): undated, then id-less teams last.
+    return min(
+        teams,
+        key=lambda team: (team.created is None, team.created, team.id is None, team.id or 0),
+    )
+
+
 class ContractClient(Sender):
     """The async client of the Contract Service API.
 
@@ -531,17 +549,40 @@ class ContractClient(Sender):
         Raises:
             ConfigurationError: The user has no team at all (pass a team id instead).
         """
-        teams = await self.teams.list(user_id)
-        for team in teams:
-            if team.name is not None and team.name.strip().casefold() == PERSONAL_TEAM.casefold():
-                return team
-        if not teams:
-            raise ConfigurationError(f"user {user_id} has no team; pass team_id=")
-        # Any field may be missing (endpoints.md §3 M6): undated, then id-less teams last.
-        return min(
-            teams,
-            key=lambda team: (team.created is None, team.created, team.id is None, team.id or 0),
-        )
+        return _personal_team_of(user_id, await self.teams.list(user_id))
+
+    async def _default_team(self, user_id: Id) -> int:
+        """The team a create without ``team_id`` goes to: the user's personal team's id.
+
+        Concurrent calls for one user share one read of the user's teams; none is kept.
+
+        Raises:
+            ConfigurationError: The user has no team, or the team came without an id.
+        """
+        team_id = _personal_team_of(user_id, await self.teams._list_shared(user_id)).id
+        if team_id is None:  # every field of an answer is optional (endpoints.md §3 M6)
+            raise ConfigurationError(
+                f"the service sent user {user_id}'s personal team without an id; pass team_id="
+            )
+        return team_id
+
+    async def _default_template(self, team_id: int, contract_type_id: Id) -> int:
+        """The template version a create without ``template_id`` uses: the newest's id.
+
+        Concurrent calls for one team and contract type share one read of the versions;
+        none is kept, so a version published later is the one a later call finds.
+
+        Raises:
+            NotFoundError: The contract type has no template versions.
+            ConfigurationError: The newest version came without an id.
+        """
+        template_id = (await self.templates._latest_shared(team_id, contract_type_id)).id
+        if template_id is None:
+            raise ConfigurationError(
+                f"the service sent the newest template version of contract type "
+                f"{contract_type_id} without an id; pass template_id="
+            )
+        return template_id
 
     async def create_contract(
         self,
@@ -556,6 +597,18 @@ class ContractClient(Sender):
         idempotency_key: str | None = None,
     ) -> Contract:
         """Create a contract in one call: team, template version, terms, validation, create.
+
+        Without ``team_id`` and ``template_id``, each call finds them with two reads before
+        the create: the user's teams (``GET /users/{id}/teams``) and the contract type's
+        template versions. Calls under way at the same time for the same user, team and
+        contract type share those reads, but nothing is kept for later calls: where
+        contracts are created often, find them once (:meth:`personal_team`,
+        :meth:`Templates.latest`) and pass them, which leaves one request per contract.
+
+        ``template_id`` also pins the version. Without it each call takes the newest, so a
+        call repeated with the same ``idempotency_key`` after a new version is published
+        sends another body, which a service that honours keys refuses for that key (the
+        emulator with a 422); pass ``template_id`` to repeat the same request.
 
         Args:
             user_id: Who creates it.
@@ -577,18 +630,9 @@ class ContractClient(Sender):
         if idempotency_key is not None:  # before the team and template are looked up
             check_idempotency_key(idempotency_key)
         if team_id is None:
-            team_id = (await self.personal_team(user_id)).id
-            if team_id is None:  # every field of an answer is optional (endpoints.md §3 M6)
-                raise ConfigurationError(
-                    f"the service sent user {user_id}'s personal team without an id; pass team_id="
-                )
+            team_id = await self._default_team(user_id)
         if template_id is None:
-            template_id = (await self.templates.latest(team_id, contract_type_id)).id
-            if template_id is None:
-                raise ConfigurationError(
-                    f"the service sent the newest template version of contract type "
-                    f"{contract_type_id} without an id; pass template_id="
-                )
+            template_id = await self._default_template(team_id, contract_type_id)
         return await self.contracts.create(
             team_id,
             template_id=template_id,
@@ -623,9 +667,11 @@ class ContractClient(Sender):
 
         If adding a party fails after the contract exists, nothing is rolled back (the
         contract may be wanted, and a delete could fail too): :class:`PartiesIncompleteError`
-        names the contract, the collaborators added and the parties not added, with the
-        failure as its cause. With ``idempotency_key``, each party's request carries a key
-        derived from it, so repeating the call is safe where the service honours keys.
+        names the contract, the collaborators added, the party whose add may have been
+        processed (``unknown``: look for it with :meth:`Collaborators.list` before adding
+        it again) and the parties not added, with the failure as its cause. With
+        ``idempotency_key``, each party's request carries a key derived from it, so
+        repeating the call is safe where the service honours keys.
 
         Args:
             user_id: Who creates the contract (and, by default, invites the parties).
@@ -659,13 +705,9 @@ class ContractClient(Sender):
             suffix = f"-party-{len(parties) - 1}" if parties else ""
             check_idempotency_key(idempotency_key, suffix=suffix)
         if team_id is None:
-            team_id = (await self.personal_team(user_id)).id
-            if team_id is None:
-                raise ConfigurationError(f"user {user_id}'s personal team has no id; pass team_id=")
+            team_id = await self._default_team(user_id)
         if template_id is None:
-            template_id = (await self.templates.latest(team_id, contract_type_id)).id
-            if template_id is None:
-                raise ConfigurationError("the newest template version has no id; pass template_id=")
+            template_id = await self._default_template(team_id, contract_type_id)
         template = parse_id(template_id, "template_id")
         (await self._term_set(template)).build_fields(values, require_all=require_all)
         inviter = parse_id(user_id, "user_id")
@@ -681,6 +723,6 @@ class ContractClient(Sender):
             idempotency_key=idempotency_key,
         )
         collaborators = await self.collaborators._add_all(
-            contract, prepared, idempotency_key=idempotency_key
+            contract, prepared, template_id=template, idempotency_key=idempotency_key
         )
         return ContractWithParties(contract=contract, collaborators=collaborators)

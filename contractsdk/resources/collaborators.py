@@ -68,15 +68,30 @@ _UPDATABLE_ROLES = tuple(role for role in Role if role is not Role.PARTY_WITH_SI
 class PartiesIncompleteError(ContractSDKError):
     """A contract was created but not every party could be added to it.
 
-    Nothing is lost: the error names the contract and the collaborators already added, and
-    the parties still to add. Add those with :meth:`Collaborators.create`, or delete the
-    contract. The error that stopped the flow is the ``__cause__``.
+    Nothing is lost: the error names the contract, the collaborators added, the party whose
+    add may have been processed (its request reached the service, but no usable answer
+    came back: ``unknown``) and the parties certainly not added (``pending``). The error
+    that stopped the flow is the ``__cause__``.
+
+    To finish, list the contract's collaborators (:meth:`Collaborators.list`) and add with
+    :meth:`Collaborators.create` only the ``unknown`` and ``pending`` parties whose user is
+    not among them; or delete the contract. An ``unknown`` party added again without that
+    look is refused as a user already on the contract (409, as the emulator does) or, by a
+    service that does not check, added twice.
 
     Attributes:
         contract: The contract that was created.
         added: The collaborators added, in the order of the parties.
-        pending: The parties not added, the failed one first.
+        unknown: The party whose add may have been processed (the failed one, when its
+            error's ``outcome_unknown`` is set or its 2xx answer could not be read), or
+            empty.
+        pending: The parties certainly not added, in order: the failed one first, unless
+            it is ``unknown``.
         index: The failed party's position among all the parties given (0-based).
+        template_id: The contract's template version (``template_id=`` of
+            :meth:`Collaborators.create` checks the parties' values against it, and reads
+            values keyed by label), or None if not known.
+        outcome_unknown: True when a party is ``unknown``.
     """
 
     def __init__(
@@ -87,21 +102,42 @@ class PartiesIncompleteError(ContractSDKError):
         pending: Sequence[Party],
         index: int,
         cause: BaseException,
+        unknown: Sequence[Party] = (),
+        template_id: int | None = None,
     ) -> None:
         self.contract = contract
+        self.template_id = template_id
         self.added = tuple(added)
+        self.unknown = tuple(unknown)
         self.pending = tuple(pending)
         self.index = index
+        self.outcome_unknown = bool(self.unknown)
         done = ", ".join(
             f"party {n} (user {c.user_id}) as collaborator {c.id}" for n, c in enumerate(added)
         )
+        # The unknown party, if any, is the failed one, and the pending ones follow it.
+        first = index + len(self.unknown)
+        maybe = ", ".join(
+            f"party {index + n} (user {party.user_id})" for n, party in enumerate(self.unknown)
+        )
         left = ", ".join(
-            f"party {index + n} (user {party.user_id})" for n, party in enumerate(pending)
+            f"party {first + n} (user {party.user_id})" for n, party in enumerate(self.pending)
+        )
+        unsure = (
+            f"Unknown (the request may have been processed; check collaborators.list before "
+            f"adding it again): {maybe}. "
+            if maybe
+            else ""
         )
         super().__init__(
             f"contract {contract.id} was created, but adding party {index} failed: {cause}. "
-            f"Added: {done or 'none'}. Not added: {left}"
+            f"Added: {done or 'none'}. {unsure}Not added: {left or 'none'}"
         )
+
+    def __str__(self) -> str:
+        # The message says which party may have been added; the base class's trailing
+        # "the request may have been processed" would only repeat it, for no party.
+        return self.message
 
 
 def signature_image(signature: bytes | bytearray | memoryview | str | os.PathLike[str]) -> bytes:
@@ -173,6 +209,19 @@ class _Prepared:
 
     party: Party
     body: dict[str, Any]
+
+
+def _maybe_added(error: BaseException) -> bool:
+    """Whether a party whose add raised ``error`` may be on the contract all the same.
+
+    True when the request may have been processed (a lost answer, a 5xx to the POST, a
+    retry after either: ``outcome_unknown``), and when the service answered 2xx with a body
+    that could not be read (every ResponseValidationError comes from a success's answer):
+    then the party was added, as a collaborator whose id the SDK cannot tell.
+    """
+    if isinstance(error, ResponseValidationError):
+        return True
+    return isinstance(error, ContractSDKError) and error.outcome_unknown
 
 
 class Collaborators(Resource):
@@ -324,12 +373,18 @@ class Collaborators(Resource):
         return prepared
 
     async def _add_all(
-        self, contract: Contract, prepared: Sequence[_Prepared], *, idempotency_key: str | None
+        self,
+        contract: Contract,
+        prepared: Sequence[_Prepared],
+        *,
+        template_id: int,
+        idempotency_key: str | None,
     ) -> tuple[Collaborator, ...]:
         """Add checked parties to a new contract in order.
 
         Raises:
-            PartiesIncompleteError: A party could not be added; it says what was.
+            PartiesIncompleteError: A party could not be added; it says what was, and
+                whether the failed one may have been.
         """
         assert contract.id is not None
         contract_path = str(contract.id)
@@ -339,12 +394,15 @@ class Collaborators(Resource):
             try:
                 added.append(await self._send(contract_path, item, idempotency_key=key))
             except Exception as exc:
+                unsure = 1 if _maybe_added(exc) else 0
                 raise PartiesIncompleteError(
                     contract,
                     added=added,
-                    pending=[rest.party for rest in prepared[index:]],
+                    unknown=[item.party] if unsure else [],
+                    pending=[rest.party for rest in prepared[index + unsure :]],
                     index=index,
                     cause=exc,
+                    template_id=template_id,
                 ) from exc
         return tuple(added)
 

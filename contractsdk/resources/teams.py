@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import builtins
+from typing import TYPE_CHECKING
 
 from contractsdk._config import check_idempotency_key
 from contractsdk._exceptions import ConfigurationError
+from contractsdk._ids import parse_id
+from contractsdk._once import FetchedOnce
 from contractsdk.models import Team
 from contractsdk.resources._base import Id, Resource, path_id
+
+if TYPE_CHECKING:
+    from contractsdk._client import ContractClient
 
 __all__ = ["Teams", "check_team_name"]
 
@@ -33,6 +39,13 @@ def check_team_name(name: object) -> str:
 class Teams(Resource):
     """Create, read and rename teams (reference/service-api.md §7, Teams)."""
 
+    def __init__(self, client: ContractClient) -> None:
+        super().__init__(client)
+        # The team lookups under way that create_contract shares (to find a personal
+        # team), by user. Nothing is kept: with limit=0 each lookup is dropped as it ends
+        # (FetchedOnce keeps a fetch under way, never a value past its limit).
+        self._lookups: FetchedOnce[int, tuple[Team, ...]] = FetchedOnce(limit=0)
+
     async def list(self, user_id: Id, /) -> builtins.list[Team]:
         """Return the teams of a user.
 
@@ -40,6 +53,19 @@ class Teams(Resource):
             user_id: The user's id.
         """
         return await self._client._get_list(f"/users/{path_id(user_id, 'user_id')}/teams", Team)
+
+    async def _list_shared(self, user_id: Id) -> tuple[Team, ...]:
+        """:meth:`list`, one request for every concurrent caller of the same user.
+
+        A caller that joins a lookup under way gets its answer (a tuple: callers share it),
+        and a caller cancelled while waiting does not cancel it for the others; an error
+        reaches every caller. Nothing is kept: the next call after it ends asks again.
+        """
+        key = parse_id(user_id, "user_id")
+        return await self._lookups.get(key, lambda: self._list_tuple(key))
+
+    async def _list_tuple(self, user_id: int) -> tuple[Team, ...]:
+        return tuple(await self.list(user_id))
 
     async def create(
         self, user_id: Id, /, *, name: str, idempotency_key: str | None = None

@@ -5,10 +5,16 @@ from __future__ import annotations
 import builtins
 import re
 import unicodedata
+from typing import TYPE_CHECKING
 
 from contractsdk._exceptions import NotFoundError
+from contractsdk._ids import parse_id
+from contractsdk._once import FetchedOnce
 from contractsdk.models import Template
 from contractsdk.resources._base import Id, Resource, path_id
+
+if TYPE_CHECKING:
+    from contractsdk._client import ContractClient
 
 __all__ = ["Templates", "newest_first"]
 
@@ -47,6 +53,14 @@ def newest_first(templates: builtins.list[Template]) -> builtins.list[Template]:
 class Templates(Resource):
     """Read template versions (reference/service-api.md §7, Templates)."""
 
+    def __init__(self, client: ContractClient) -> None:
+        super().__init__(client)
+        # The newest-version lookups under way that create_contract shares, by (team,
+        # contract type). Unlike terms, a newest version is not kept: a version published
+        # later must be the one a later call finds, so with limit=0 each lookup is dropped
+        # as it ends (FetchedOnce keeps a fetch under way, never a value past its limit).
+        self._lookups: FetchedOnce[tuple[int, int], Template] = FetchedOnce(limit=0)
+
     def _path(self, team_id: Id, contract_type_id: Id) -> str:
         return (
             f"/teams/{path_id(team_id, 'team_id')}"
@@ -75,6 +89,16 @@ class Templates(Resource):
                 f"contract type {contract_type_id} has no template versions in team {team_id}"
             )
         return versions[0]
+
+    async def _latest_shared(self, team_id: Id, contract_type_id: Id) -> Template:
+        """:meth:`latest`, one request for every concurrent caller of the same pair.
+
+        A caller that joins a lookup under way gets its answer, and a caller cancelled while
+        waiting does not cancel it for the others; an error reaches every caller. Nothing is
+        kept: the next call after it ends asks again.
+        """
+        key = (parse_id(team_id, "team_id"), parse_id(contract_type_id, "contract_type_id"))
+        return await self._lookups.get(key, lambda: self.latest(*key))
 
     async def get(self, team_id: Id, contract_type_id: Id, template_id: Id, /) -> Template:
         """Return one template version."""
