@@ -393,3 +393,49 @@ async def test_a_version_published_later_is_the_one_a_later_call_uses() -> None:
         await client.create_contract(user_id=7, contract_type_id=3, values={"n": "b"})
     posted = [r.json()["template_id"] for r in routes.sent("POST")]
     assert posted == [149, 150]
+
+
+async def test_a_flow_cancelled_while_adding_parties_logs_its_contract(
+    sandbox_server: SandboxServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Cancelled after the contract was made (a handler whose client went away): logged.
+
+    No error can reach the caller, who got a bare CancelledError and never learnt that
+    the contract exists, without its parties.
+    """
+    adding = asyncio.Event()
+
+    def on_request(request: Request) -> None:
+        if request.path.endswith("/collaborators"):
+            adding.set()
+
+    sandbox_server.set_faults([FaultRule(ADD, latency=30.0)])  # the add stays under way
+    async with ContractClient(
+        api_key=sandbox_server.api_key,
+        base_url=sandbox_server.url,
+        event_hooks={"request": [on_request]},
+    ) as client:
+        me, kind = await tenancy(client, sandbox_server)
+        flow = asyncio.create_task(
+            client.create_contract_with_parties(
+                user_id=me,
+                contract_type_id=kind,
+                values={"contract_name": "Gone"},
+                parties=[landlord(me)],
+            )
+        )
+        await asyncio.wait_for(adding.wait(), 10)
+        with caplog.at_level("WARNING", logger="contractsdk"):
+            flow.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await flow
+        sandbox_server.set_faults([])
+        team = sandbox_server.users[0].personal_team_id
+        made = [c for c in await client.contracts.list(team) if c.name == "Gone"]
+    assert len(made) == 1 and made[0].id is not None
+    said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert said == [
+        f"contract {made[0].id} was created, but the call was cancelled while adding party 0 "
+        f"(user {me}), which may have been added; 0 of 1 parties were added before: finish "
+        "from collaborators.list, or delete the contract"
+    ]

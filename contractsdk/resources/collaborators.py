@@ -28,6 +28,7 @@ from contractsdk._exceptions import (
 )
 from contractsdk._http import Response
 from contractsdk._ids import parse_id
+from contractsdk._logging import logger
 from contractsdk._values import iter_fields
 from contractsdk.identity import (
     IdentityProblem,
@@ -393,6 +394,20 @@ class Collaborators(Resource):
             key = None if idempotency_key is None else f"{idempotency_key}-party-{index}"
             try:
                 added.append(await self._send(contract_path, item, idempotency_key=key))
+            except asyncio.CancelledError:
+                # No error can reach the caller, who may never learn the contract exists
+                # (a web handler cancelled as its client went away): the log says.
+                logger.warning(
+                    "contract %s was created, but the call was cancelled while adding party "
+                    "%d (user %s), which may have been added; %d of %d parties were added "
+                    "before: finish from collaborators.list, or delete the contract",
+                    contract.id,
+                    index,
+                    item.party.user_id,
+                    len(added),
+                    len(prepared),
+                )
+                raise
             except Exception as exc:
                 unsure = 1 if _maybe_added(exc) else 0
                 raise PartiesIncompleteError(
