@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 import pytest
 
-from contractsdk import ConfigurationError, ContractClient
+from contractsdk import ConfigurationError, ConnectError, ContractClient
 from contractsdk.bulk import JournalError, RowOutcome, read_status
 from contractsdk.bulk._journal import Journal
 from contractsdk.bulk._run import Run
@@ -168,6 +168,69 @@ async def test_rows_a_stopped_create_never_read_are_not_left_to_retry(
     assert len(await names_in(server, 500)) == 600
     assert await cli(server, "bulk", "status", str(journal)) == 0
     assert "never read" not in capsys.readouterr().out
+
+
+async def test_a_create_that_ends_before_reading_leaves_no_rows_unread_that_were_read(
+    server: SandboxServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rows an earlier run read are not unread because a later run ended before them.
+
+    A second create failing in its checks (the network down) counted all 20 rows of a job
+    done as never read, and `bulk retry` of the finished job exited 1.
+    """
+    source = tmp_path / "rows.csv"
+    source.write_text(HEADER + "".join(f"R{i},Flat {i},week,\n" for i in range(20)))
+    journal = tmp_path / "job.db"
+    args = create_args(server, source, journal, "--key-column", "reference")
+    assert await cli(server, *args) == 0
+
+    async def down(_: Run) -> None:
+        raise ConnectError("could not connect to the service")
+
+    with monkeypatch.context() as patch, pytest.raises(ConnectError):
+        patch.setattr(Run, "_check_creator", down)
+        await cli(server, *args)
+    assert (await read_status(journal)).unread == 0
+    capsys.readouterr()
+    assert await cli(server, "bulk", "retry", str(journal), "-q") == 0
+    assert "never read" not in capsys.readouterr().err
+
+    # More rows added to the file since: those are unread, not the 20 read before.
+    source.write_text(HEADER + "".join(f"R{i},Flat {i},week,\n" for i in range(25)))
+    with monkeypatch.context() as patch, pytest.raises(ConnectError):
+        patch.setattr(Run, "_check_creator", down)
+        await cli(server, *args)
+    status = await read_status(journal)
+    assert status.unread == 5
+    assert await cli(server, "bulk", "status", str(journal)) == 0
+    assert "5 rows of rows.csv never read: run 3 (bulk create) ended with an error" in (
+        capsys.readouterr().out
+    )
+
+
+async def test_a_journal_an_older_contractsdk_made_and_never_claimed(
+    server: SandboxServer, tmp_path: Path
+) -> None:
+    """Its tables lack later columns: added when it is opened, not only when claimed.
+
+    Claimed as new, its first run failed at its end on the missing column, after its
+    contracts were made, and skipped letting go of its locks.
+    """
+    journal = tmp_path / "job.db"
+    Journal.connect(journal).close()
+    with contextlib.closing(sqlite3.connect(journal)) as db:  # as schema 3 made its tables
+        db.execute("ALTER TABLE runs DROP COLUMN unread")
+        db.commit()
+    source = tmp_path / "rows.csv"
+    source.write_text(HEADER + "".join(f"R{i},Flat {i},week,\n" for i in range(5)))
+    args = create_args(server, source, journal, "--key-column", "reference")
+    assert await cli(server, *args) == 0
+    status = await read_status(journal)
+    assert status.counts["created"] == 5 and status.unread == 0
+    assert [run["outcome"] for run in status.runs] == ["done"]
 
 
 async def test_a_key_in_a_row_is_hidden_in_the_journal_the_report_and_status(

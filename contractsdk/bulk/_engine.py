@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import sqlite3
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -481,12 +482,16 @@ class BulkJob:
                 error = coordinator.exception()
                 if error is not None and outcome_text == "error":
                     outcome_text = f"error: {error}"
-            with contextlib.suppress(JournalError):
+            with contextlib.suppress(JournalError, sqlite3.Error):
                 if run is not None:
                     await run.account()
-            with contextlib.suppress(JournalError):
+            with contextlib.suppress(JournalError, sqlite3.Error):
                 if run_number:
                     unread = _unread(run) if mode == "create" and not dry_run else None
+                    if unread:  # rows an earlier run read are not unread
+                        total = run.tally.total if run is not None else None
+                        past = await journal.call(lambda j: j.rows_past(total or 0))
+                        unread = min(unread, past)
                     await journal.call(
                         lambda j: j.finish_run(run_number, outcome_text, unread=unread)
                     )

@@ -137,6 +137,7 @@ class Journal:
             journal = cls(db)
             if not readonly:
                 db.executescript(SCHEMA)
+                journal._add_columns()
             journal.header()  # proves the file is a journal
             db.execute(UNCLAIMED)
         except BaseException as exc:
@@ -202,12 +203,7 @@ class Journal:
                 f"the journal was written by a newer contractsdk ({header['sdk_version']}, "
                 f"schema {header['schema']}); upgrade to use it"
             )
-        if header["schema"] < SCHEMA_VERSION:  # connect() created the new tables
-            columns = {row[1] for row in self.db.execute("PRAGMA table_info(job)")}
-            if "key_salt" not in columns:  # NULL: the rows' keys stay as they were sent
-                self.db.execute("ALTER TABLE job ADD COLUMN key_salt TEXT")
-            if "unread" not in self._run_columns():  # NULL: not known for earlier runs
-                self.db.execute("ALTER TABLE runs ADD COLUMN unread INTEGER")
+        if header["schema"] < SCHEMA_VERSION:  # connect() made the new tables and columns
             self.db.execute("UPDATE job SET schema = ?", (SCHEMA_VERSION,))
         if header["job_id"] != job_id:
             theirs = header["identity"]
@@ -241,13 +237,31 @@ class Journal:
     def runs(self) -> list[dict[str, Any]]:
         """Return every run, oldest first (``unread`` None where the journal predates it)."""
         names = ["run", "mode", "source", "started", "finished", "outcome"]
-        if "unread" in self._run_columns():  # a journal of schema 3 read without migrating
+        if "unread" in self._columns("runs"):  # a schema 3 journal, read-only (not migrated)
             names.append("unread")
         cursor = self.db.execute(f"SELECT {', '.join(names)} FROM runs ORDER BY run")
         return [{"unread": None} | dict(zip(names, found, strict=True)) for found in cursor]
 
-    def _run_columns(self) -> set[str]:
-        return {row[1] for row in self.db.execute("PRAGMA table_info(runs)")}
+    def _columns(self, table: str) -> set[str]:
+        return {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
+
+    def _add_columns(self) -> None:
+        """Add the columns later schemas added to tables an older one made.
+
+        On every writable open, not only when a job claims the journal: a file whose
+        tables an older contractsdk made, killed before its first run claimed it, was
+        claimed without them, and the run's end failed on the missing column after its
+        contracts were made.
+        """
+        if "key_salt" not in self._columns("job"):  # NULL: the rows' keys stay as sent
+            self.db.execute("ALTER TABLE job ADD COLUMN key_salt TEXT")
+        if "unread" not in self._columns("runs"):  # NULL: not known for earlier runs
+            self.db.execute("ALTER TABLE runs ADD COLUMN unread INTEGER")
+
+    def rows_past(self, total: int) -> int:
+        """Rows of an input of ``total`` rows past the furthest row the journal holds."""
+        furthest = self.db.execute("SELECT max(row) FROM rows").fetchone()[0]
+        return max(0, total - int(furthest or 0))
 
     def last_source(self) -> str | None:
         """Return the input of the latest run that read a file."""

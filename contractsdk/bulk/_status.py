@@ -43,7 +43,8 @@ class JournalStatus:
         unread: Rows of the input that the latest ``bulk create`` run did not read (it was
             stopped before them), which the journal therefore does not hold: only running
             ``bulk create`` again sends them, not ``bulk retry``. None when that run did not
-            say (it was killed, or the journal predates the count): some may be unread.
+            count them (it was killed, read an iterable of unknown length, or was stopped
+            before the journal counted them): some may be unread.
     """
 
     job_id: str
@@ -119,24 +120,25 @@ def _read(path: str | os.PathLike[str], limit: int) -> JournalStatus:
             incomplete_count=incomplete_total,
             incomplete=incomplete,
             running=running,
-            unread=_unread(runs, running=bool(running)),
+            unread=_unread(runs, running=running),
         )
     finally:
         journal.close()
 
 
-def _unread(runs: list[dict[str, Any]], *, running: bool) -> int | None:
+def _unread(runs: list[dict[str, Any]], *, running: bool | None) -> int | None:
     """Rows of the input the latest ``bulk create`` run did not read (None: not known).
 
     A dry run reads without recording, and a retry reads no file: neither counts. A run
-    still going has read nothing yet that it will not read.
+    still going (or that may be: no advisory locks, as on Windows) has read nothing yet
+    that it will not read.
     """
     creates = [found for found in runs if found["mode"] == "create"]
     if not creates:
         return 0
     latest = creates[-1]
     if latest["finished"] is None:
-        return 0 if running and latest is runs[-1] else None
+        return 0 if running is not False and latest is runs[-1] else None
     if latest["unread"] is None and latest["outcome"] == "done":
         return 0  # a run of a journal before the count that read its input to the end
     return None if latest["unread"] is None else int(latest["unread"])

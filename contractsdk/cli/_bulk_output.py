@@ -276,18 +276,28 @@ def unread_advice(status: JournalStatus) -> str | None:
     name = Path(run["source"]).name if run is not None and run["source"] else "the input"
     number = run["run"] if run is not None else "?"
     again = "run `bulk create` again with the same options"
+    how = _ended(run)
     if status.unread is None:
         return (
-            f"run {number} (bulk create) did not finish: rows of {name} after those in the "
-            f"journal may never have been read; {again} to send them (the journal skips the "
-            "rows done; `bulk retry` reads no file)"
+            f"run {number} (bulk create) {how}: rows of {name} past those in the journal "
+            f"may never have been read; {again} to send them (the journal skips the rows "
+            "done; `bulk retry` reads no file)"
         )
     rows = "1 row" if status.unread == 1 else f"{status.unread:,} rows"
     return (
-        f"{rows} of {name} never read: run {number} (bulk create) was stopped before them, "
-        f"and the journal does not hold them; {again} to send them (`bulk retry` reads no "
-        "file)"
+        f"{rows} of {name} never read: run {number} (bulk create) {how} before them, and "
+        f"the journal does not hold them; {again} to send them (`bulk retry` reads no file)"
     )
+
+
+def _ended(run: dict[str, Any] | None) -> str:
+    """How a create run ended, as the line about its unread rows says it."""
+    outcome = str(run["outcome"] or "") if run is not None and run["finished"] else ""
+    if not outcome:
+        return "did not finish"
+    if outcome.startswith("error"):
+        return "ended with an error"
+    return {"stopped": "was stopped", "cancelled": "was cancelled"}.get(outcome, "ended")
 
 
 def _say_more(args: argparse.Namespace, total: int, shown: int) -> None:
