@@ -684,11 +684,8 @@ class TokenAuth:
 
     def _error(self, message: str, response: Response, *, hint: str = "") -> TokenRequestError:
         # The body could echo the request; never let the secret through. Scrubbed whole,
-        # then cut (the secret is registered: self._secrets). The hint is our own words,
-        # added after: a short secret ("secret") would have been cut out of them.
+        # then cut (the secret is registered: self._secrets).
         safe = message.replace(self._secret, "[redacted]")
-        if hint:
-            safe += f"; {hint}"
         shown, cut = error_text(response)
         if cut:  # too long to parse for its secret fields: shown only if it names none
             shown = "" if any(name in shown for name in SECRET_FIELDS) else shown
@@ -697,7 +694,7 @@ class TokenAuth:
         # A header may echo a token of the answer (X-Debug-Token), or the secret.
         hidden = [self._secret, *token_secrets(response)]
         headers = Headers(response.headers).redacted()
-        return TokenRequestError(
+        error = TokenRequestError(
             safe,
             status_code=response.status_code,
             method="POST",
@@ -705,3 +702,8 @@ class TokenAuth:
             body=scrub_cut(shown.replace(self._secret, "[redacted]"), 2000),
             headers={name: scrub(_hidden(value, hidden)) for name, value in headers.items()},
         )
+        if hint:
+            # Our own words, added once the message is scrubbed: the constructor scrubs
+            # every registered secret, and a short one ("secret", "client") cut them up.
+            error.args = (f"{error.message}; {hint}",)
+        return error

@@ -7,6 +7,7 @@ Every request goes through one fixed sequence, :class:`~contractsdk._send.Sender
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import time
 import urllib.parse
@@ -35,7 +36,7 @@ from contractsdk._credentials import ApiKey, ClientCredentials
 from contractsdk._exceptions import ConfigurationError, client_closed
 from contractsdk._http import NOT_GIVEN, Headers, NotGiven
 from contractsdk._ids import parse_id
-from contractsdk._logging import ClientStats, EventHook, Instrumentation
+from contractsdk._logging import ClientStats, EventHook, Instrumentation, logger
 from contractsdk._once import FetchedOnce
 from contractsdk._ratelimit import (
     DEFAULT_MAX_PAUSE,
@@ -346,7 +347,8 @@ class ContractClient(Sender):
 
     def __del__(self) -> None:
         # Named, unlike aiohttp's "Unclosed client session": which object was left open,
-        # and how to close it. Only a root client owns connections; never raises.
+        # and how to close it. Only a root client owns connections. Logged (a
+        # ResourceWarning alone is hidden unless -W or -X dev shows it), and warned.
         try:
             if self._closed or self._root is not self:
                 return
@@ -355,13 +357,13 @@ class ContractClient(Sender):
                 return
         except AttributeError:  # an __init__ that raised: nothing was opened
             return
-        warnings.warn(
+        said = (
             f"unclosed {self!r}: use `async with ContractClient(...)`, or `await "
-            "client.aclose()` when done",
-            ResourceWarning,
-            source=self,
-            stacklevel=1,
+            "client.aclose()` when done"
         )
+        with contextlib.suppress(Exception):  # at interpreter exit, logging may be gone
+            logger.warning("%s", said)
+        warnings.warn(said, ResourceWarning, source=self, stacklevel=1)
 
     def __reduce__(self) -> NoReturn:
         # Pickled, a client's bytes held its credential; and its connections, tasks and

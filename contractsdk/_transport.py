@@ -376,10 +376,16 @@ class AiohttpTransport:
             failed.__context__ = None
 
     def _total(self, timeout: float | None) -> aiohttp.ClientTimeout:
-        """The total timeout of ``timeout`` seconds as aiohttp takes it, made once per value."""
-        made = self._timeouts[timeout] = aiohttp.ClientTimeout(
+        """The total timeout of ``timeout`` seconds as aiohttp takes it, made once per value.
+
+        At most ``_TIMEOUTS_KEPT`` values are kept: a call's deadline gives each attempt a
+        timeout of its own (what is left of it), and every value kept grew the dict.
+        """
+        made = aiohttp.ClientTimeout(
             total=timeout, connect=None, sock_connect=self._connect_timeout, sock_read=None
         )
+        if len(self._timeouts) < _TIMEOUTS_KEPT:
+            self._timeouts[timeout] = made
         return made
 
     async def aclose(self) -> None:
@@ -392,6 +398,10 @@ class AiohttpTransport:
         session, self._session = self._session, None  # None: the next request is refused
         if session is not None and self._owns_session and not session.closed:
             await session.close()
+
+
+#: The most aiohttp timeouts a transport keeps made (the client's own, and a few more).
+_TIMEOUTS_KEPT: Final = 16
 
 
 def _closed_under(request: Request) -> TransportError:

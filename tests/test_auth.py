@@ -368,6 +368,23 @@ class TestTokenEndpointFailures:
         ):
             assert SECRET not in text
 
+    async def test_a_short_secret_does_not_cut_up_the_hint(self) -> None:
+        """A secret that is also a word of the hint ("client"): the hint is whole.
+
+        Scrubbed with the message, every registered secret of 6 characters or more was cut
+        out of it: "check the [redacted] id and secret given ([redacted]_id= …".
+        """
+        transport = MockTransport(lambda request: json_response(401, {"error": "invalid_client"}))
+        credentials = ClientCredentials(client_id="cid", client_secret="client")
+        async with ContractClient(
+            rate_limits=None, credentials=credentials, transport=transport, environment="sandbox"
+        ) as client:
+            with pytest.raises(TokenRequestError) as caught:
+                await client.users.get(7)
+        assert "check the client id and secret given (client_id= and client_secret=" in str(
+            caught.value
+        )
+
     async def test_next_call_retries_the_token_request(self) -> None:
         """A failed token request is not cached: the next call after the backoff asks again."""
         answers = [json_response(503, {}), None]

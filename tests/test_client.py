@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import re
+import warnings
 from typing import Any
 
 import pytest
@@ -20,6 +22,7 @@ from contractsdk import (
     TermValidationError,
 )
 from contractsdk._logging import EVENTS
+from contractsdk.sandbox import SandboxServer
 from contractsdk.testing import MockTransport, json_response
 from tests._fakeservice import FakeService
 from tests.conftest import API_KEY
@@ -462,3 +465,32 @@ async def test_sandbox_command_delegates(capsys: pytest.CaptureFixture[str]) -> 
     assert main(["sandbox", "--no-such-flag"]) == 2
     err = capsys.readouterr().err
     assert "contractsdk sandbox" in err and "python -m" not in err
+
+
+async def test_a_client_left_open_says_which_and_how_to_close_it(
+    server: SandboxServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A client dropped without aclose() names itself (aiohttp only said "session").
+
+    Logged, as a ResourceWarning alone is hidden unless ``-W`` or ``-X dev`` shows it.
+    """
+    client = ContractClient(api_key=server.api_key, base_url=server.url)
+    await client.users.get(server.users[0].id)  # its connections are open now
+    session = client._transport._session  # type: ignore[attr-defined]
+    del client
+    with (
+        caplog.at_level(logging.WARNING, logger="contractsdk"),
+        pytest.warns(ResourceWarning, match=r"unclosed <ContractClient .*await client\.aclose"),
+    ):
+        gc.collect()
+    assert [r.getMessage()[:22] for r in caplog.records] == ["unclosed <ContractClie"]
+    await session.close()  # what the client should have done
+
+    closed = ContractClient(api_key=server.api_key, base_url=server.url)
+    await closed.users.get(server.users[0].id)
+    await closed.aclose()
+    never_used = ContractClient(api_key=server.api_key, base_url=server.url)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        del closed, never_used  # closed, or nothing opened: nothing to say
+        gc.collect()

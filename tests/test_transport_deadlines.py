@@ -113,3 +113,11 @@ async def test_an_attempt_still_times_out_when_another_of_its_timeout_ended() ->
         deadlines.close()
         with contextlib.suppress(asyncio.CancelledError):
             await waiting
+
+
+def test_aiohttp_timeouts_made_per_value_are_not_all_kept() -> None:
+    """A timeout of its own per attempt (a deadline's time left): the dict stays small."""
+    transport = AiohttpTransport()
+    made = [transport._total(0.5 + n / 1000) for n in range(200)]
+    assert [timeout.total for timeout in made] == [0.5 + n / 1000 for n in range(200)]
+    assert len(transport._timeouts) <= 16
