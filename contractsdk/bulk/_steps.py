@@ -243,7 +243,7 @@ def incomplete_records(journal: Journal, limit: int) -> list[tuple[str, int, int
     if not _has_steps(journal):
         return []
     found = journal.db.execute(
-        f"SELECT key, row, contract_id FROM rows WHERE {_INCOMPLETE} ORDER BY key LIMIT ?",
+        f"SELECT key, row, contract_id FROM rows WHERE {_INCOMPLETE} ORDER BY row, key LIMIT ?",
         (limit,),
     ).fetchall()
     result = []
