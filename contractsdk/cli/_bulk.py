@@ -19,13 +19,12 @@ import argparse
 import asyncio
 import contextlib
 import importlib.resources
-import json
 import math
 import os
 import shlex
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any, TypeVar
 
 import click
 
@@ -34,7 +33,7 @@ from contractsdk._config import ENV_VARS
 from contractsdk._exceptions import ConfigurationError
 from contractsdk._ids import parse_id
 from contractsdk._ratelimit import RateLimits
-from contractsdk._redact import Secrets, scrub
+from contractsdk._redact import Secrets
 from contractsdk.bulk import (
     BulkJob,
     BulkSummary,
@@ -58,6 +57,7 @@ from contractsdk.cli._bulk_output import (
     show_summary,
     unread_advice,
 )
+from contractsdk.cli._bulk_report import check_report, report_file
 from contractsdk.cli._output import console, write_file
 from contractsdk.cli._progress import ProgressView, handle_interrupts
 from contractsdk.cli._resources import make_client
@@ -84,107 +84,6 @@ def parse_columns(items: list[str] | None) -> dict[str, str | None]:
     return columns
 
 
-class _Report:
-    """The ``--report`` file: one JSON line per row, written as each outcome comes.
-
-    Line-buffered, so a write that fails (a full disk) fails at its row, and a killed run
-    leaves every line reported so far. A failure is kept in ``error`` rather than raised:
-    the run then stops as for Ctrl-C (every row journaled, resumable) and nothing more is
-    written.
-    """
-
-    def __init__(self, path: str, handle: TextIO) -> None:
-        self.path = path
-        self.error: OSError | None = None
-        self._handle: TextIO | None = handle
-
-    def write(self, outcome: RowOutcome) -> bool:
-        """Write one outcome; False when the report cannot be written (now or before)."""
-        if self._handle is None:
-            return False
-        try:
-            self._handle.write(scrub(json.dumps(outcome.to_json(), ensure_ascii=False)) + "\n")
-        except OSError as exc:
-            self.error = exc
-            self.close()
-            return False
-        return True
-
-    def close(self) -> None:
-        """Close the file; a failure to flush its last line is kept in ``error``."""
-        handle, self._handle = self._handle, None
-        if handle is None:
-            return
-        try:
-            handle.close()
-        except OSError as exc:  # the last line could not be flushed
-            if self.error is None:
-                self.error = exc
-
-    def problem(self) -> str:
-        """The line saying why the report cannot be written."""
-        error = self.error
-        reason = (error.strerror or str(error)) if error is not None else "unknown error"
-        return f"cannot write the report {self.path}: {reason}"
-
-
-@contextlib.contextmanager
-def _report_file(path: str | None) -> Iterator[_Report | None]:
-    if path is None:
-        yield None
-        return
-    try:
-        # A character that cannot be encoded (a lone surrogate in a service's message) is
-        # written escaped rather than failing the line.
-        handle = open(  # noqa: SIM115  # closed by the report, below
-            path, "w", encoding="utf-8", errors="backslashreplace", buffering=1
-        )
-    except OSError as exc:
-        raise ConfigurationError(f"cannot write the report {path}: {exc.strerror}") from None
-    report = _Report(path, handle)
-    try:
-        yield report
-    finally:
-        report.close()
-
-
-def _same_file(one: Path, other: Path) -> bool:
-    """Whether two paths name one file (through a link, or before it exists)."""
-    try:
-        return os.path.samefile(one, other)
-    except OSError:  # one of them does not exist (yet)
-        return one.resolve() == other.resolve()
-
-
-def _check_report(path: str | None, job: BulkJob) -> None:
-    """Refuse a ``--report`` path that is the job's input or journal: it would be emptied.
-
-    The journal's files include SQLite's ``-wal`` and ``-shm`` and the job's lock file.
-
-    Raises:
-        ConfigurationError: The report would overwrite one of them.
-    """
-    if path is None:
-        return
-    guarded: list[tuple[Path, str]] = []
-    if job.spec.source.path is not None:
-        guarded.append((job.spec.source.path, "the input file"))
-    journal = job.journal
-    if journal is not None:
-        guarded.append((journal, "the journal"))
-        guarded += [
-            (journal.with_name(journal.name + end), f"the journal's {end} file")
-            for end in ("-wal", "-shm", ".lock")
-        ]
-    report = Path(path)
-    for other, what in guarded:
-        if _same_file(report, other):
-            raise ConfigurationError(
-                f"--report {path} is {what} ({other}): the report would overwrite it; "
-                "give the report another path"
-            )
-
-
 def _exists_already(outcome: RowOutcome) -> bool:
     """Whether a row is invalid only because its team has its contract, made elsewhere."""
     return outcome.state == "invalid" and exists_already("\n".join(outcome.reasons))
@@ -197,7 +96,7 @@ async def _drive(job: BulkJob, args: argparse.Namespace, *, retry: bool) -> int:
     the job checks its team, template and columns, and a refusal (a template not found, a
     journal that cannot be opened, an unknown column) is then the only thing said.
     """
-    await asyncio.to_thread(_check_report, args.report, job)
+    await asyncio.to_thread(check_report, args.report, job)
     out = console(stderr=True)
     progress = ProgressView(job, out, enabled=not args.quiet)
     listed: list[RowOutcome] = []
@@ -214,7 +113,7 @@ async def _drive(job: BulkJob, args: argparse.Namespace, *, retry: bool) -> int:
         announced = True
 
     with (
-        _report_file(args.report) as report,
+        report_file(args.report) as report,
         contextlib.ExitStack() as shown,
         handle_interrupts(job, progress) as interrupts,
     ):
@@ -456,9 +355,9 @@ def _client(args: argparse.Namespace) -> ContractClient:
 
 
 async def _dry_run(args: argparse.Namespace, job: BulkJob) -> int:
-    await asyncio.to_thread(_check_report, args.report, job)
+    await asyncio.to_thread(check_report, args.report, job)
     listed: list[RowOutcome] = []
-    with _report_file(args.report) as report:
+    with report_file(args.report) as report:
 
         def seen(outcome: RowOutcome) -> None:
             if report is not None:
@@ -795,8 +694,8 @@ async def _nothing_to_retry(args: argparse.Namespace, job: BulkJob) -> int | Non
     if status.running or unfinished or status.incomplete_count:
         return None
     unread = unread_advice(status)
-    await asyncio.to_thread(_check_report, args.report, job)
-    with _report_file(args.report):
+    await asyncio.to_thread(check_report, args.report, job)
+    with report_file(args.report):
         pass  # no row: an empty report, as for a run of no rows
     to_fix, existing, superseded = await asyncio.to_thread(_invalid_rows, args.journal)
     invalid = to_fix + existing
