@@ -190,18 +190,19 @@ async def test_a_create_that_ends_before_reading_leaves_no_rows_unread_that_were
     async def down(_: Run) -> None:
         raise ConnectError("could not connect to the service")
 
-    with monkeypatch.context() as patch, pytest.raises(ConnectError):
-        patch.setattr(Run, "_check_creator", down)
+    monkeypatch.setattr(Run, "_check_creator", down)
+    with pytest.raises(ConnectError):
         await cli(server, *args)
     assert (await read_status(journal)).unread == 0
+    monkeypatch.undo()
     capsys.readouterr()
     assert await cli(server, "bulk", "retry", str(journal), "-q") == 0
     assert "never read" not in capsys.readouterr().err
 
     # More rows added to the file since: those are unread, not the 20 read before.
     source.write_text(HEADER + "".join(f"R{i},Flat {i},week,\n" for i in range(25)))
-    with monkeypatch.context() as patch, pytest.raises(ConnectError):
-        patch.setattr(Run, "_check_creator", down)
+    monkeypatch.setattr(Run, "_check_creator", down)
+    with pytest.raises(ConnectError):
         await cli(server, *args)
     status = await read_status(journal)
     assert status.unread == 5
