@@ -439,3 +439,46 @@ async def test_a_flow_cancelled_while_adding_parties_logs_its_contract(
         f"(user {me}), which may have been added; 0 of 1 parties were added before: finish "
         "from collaborators.list, or delete the contract"
     ]
+
+
+async def test_a_copy_is_returned_with_the_values_it_took_from_its_source(
+    sandbox_server: SandboxServer, sandbox_client: ContractClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``source_contract``: the returned contract holds the source's values too.
+
+    It held only the values sent, while the service stored the source's with them.
+    """
+    me, kind = await tenancy(sandbox_client, sandbox_server)
+    team = sandbox_server.users[0].personal_team_id
+    template = (await sandbox_client.templates.latest(team, kind)).id
+    assert template is not None
+    source = await sandbox_client.contracts.create(
+        team,
+        template_id=template,
+        created_by=me,
+        values={"contract_name": "Source", "contract_rentFrequency": "month"},
+    )
+    copy = await sandbox_client.contracts.create(
+        team,
+        template_id=template,
+        created_by=me,
+        values={"contract_name": "Copy"},
+        source_contract=source.id,
+    )
+    assert copy.values == (await sandbox_client.contracts.get(copy.id or 0)).values
+    assert copy.values["contract_name"] == "Copy"
+    assert copy.values["contract_rentFrequency"] == "month"
+
+    # Read back failing: the contract made is returned all the same, and the log says so.
+    sandbox_server.set_faults([FaultRule("GET /v1/contracts/*", status_503=1.0)])
+    with caplog.at_level("WARNING", logger="contractsdk"):
+        second = await sandbox_client.contracts.create(
+            team,
+            template_id=template,
+            created_by=me,
+            values={"contract_name": "Copy 2"},
+            source_contract=source.id,
+        )
+    sandbox_server.set_faults([])
+    assert second.id is not None and second.values == {"contract_name": "Copy 2"}
+    assert f"contract {second.id} was created as a copy of {source.id}" in caplog.text

@@ -9,9 +9,14 @@ from typing import Any
 import attrs
 
 from contractsdk._config import check_idempotency_key
-from contractsdk._exceptions import ConfigurationError, ResponseValidationError
+from contractsdk._exceptions import (
+    ConfigurationError,
+    ContractSDKError,
+    ResponseValidationError,
+)
 from contractsdk._http import Response
 from contractsdk._ids import parse_id
+from contractsdk._logging import logger
 from contractsdk._values import iter_fields
 from contractsdk.models import Contract, ContractField, Link
 from contractsdk.models._base import id_from_href
@@ -85,7 +90,8 @@ class Contracts(Resource):
         The values are checked against the template's terms (fetched once per template and
         kept by the client) with the exclusive-option rule; nothing is sent when they fail.
         The answer is a Link, so the returned contract holds the id and the values sent;
-        call :meth:`get` for the service's dates.
+        call :meth:`get` for the service's dates. A copy (``source_contract``) is read
+        back: it also holds the source's values, which were not sent.
 
         Args:
             team_id: The team that will hold the contract; ``created_by`` must be its owner
@@ -111,7 +117,7 @@ class Contracts(Resource):
         """
         if idempotency_key is not None:
             check_idempotency_key(idempotency_key)
-        return await self._create(
+        made = await self._create(
             team_id,
             template_id=template_id,
             created_by=created_by,
@@ -120,6 +126,21 @@ class Contracts(Resource):
             source_contract=source_contract,
             idempotency_key=idempotency_key,
         )
+        if source_contract is None:
+            return made
+        # Its values were those sent only: the source's (the rest of the copy) were missing.
+        assert made.id is not None
+        try:
+            return await self.get(made.id)
+        except ContractSDKError as exc:  # created all the same: its id is not lost
+            logger.warning(
+                "contract %s was created as a copy of %s, but reading it back failed (%s): "
+                "the contract returned holds only the values sent",
+                made.id,
+                source_contract,
+                exc,
+            )
+            return made
 
     async def _create(
         self,
