@@ -462,7 +462,10 @@ def identity_fields_by_id(
     for key, raw in values.items():
         field_id = id_or_none(key)
         if field_id is None:
-            wrong.append(f"{key!r}: without template_id= a field must be given by its id")
+            wrong.append(
+                f"{key!r}: a field must be given by its id here (a label needs the fields: "
+                "template_id= where the call takes one, or IdentityFieldSet.validate first)"
+            )
             continue
         if raw is None:
             continue

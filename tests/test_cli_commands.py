@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from contractsdk import ContractClient
+from contractsdk import ContractClient, PermissionDeniedError
 from contractsdk.cli import INSTALL_HINT, main
 from contractsdk.cli._demo import _person_values
 from contractsdk.models import Role, Side
@@ -271,3 +271,17 @@ def test_bulk_example_writes_the_csv(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["bulk", "example", str(target)]) == 2
     assert "--force" in capsys.readouterr().err
     assert main(["bulk", "example", str(target), "--force"]) == 0
+
+
+async def test_a_party_from_outside_the_team_without_inviter_says_to_name_one(
+    server: SandboxServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`parties add` of an outsider: the 403 says the inviter is --user unless --inviter."""
+    argv = ["--json", "contracts", "create", "494", "--template", str(TENANCY_TEMPLATE)]
+    assert await cli(server, *argv, "--created-by", str(USER), "--value", "contract_name=O") == 0
+    contract = str(json.loads(capsys.readouterr().out)["id"])
+    add = ["parties", "add", contract, "--user", str(USER + 1), "--role", "party"]
+    add += ["--side", "second", "--value", "5012=tenant"]
+    with pytest.raises(PermissionDeniedError, match="unless --inviter names a member"):
+        await cli(server, *add)
+    assert await cli(server, *add, "--inviter", str(USER)) == 0

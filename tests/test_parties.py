@@ -316,3 +316,14 @@ async def test_flow_partial_failure_says_what_was_done(api: ContractClient, rout
     assert keys == ["row-1", "row-1-party-0", "row-1-party-1"]
     copy = pickle.loads(pickle.dumps(error))
     assert copy.contract.id == 500 and copy.pending == error.pending
+
+
+def test_a_label_where_ids_are_needed_names_no_missing_parameter() -> None:
+    """``update_fields`` takes no template_id=, yet the error told its caller to pass one."""
+    from contractsdk.identity import identity_fields_by_id
+
+    with pytest.raises(ConfigurationError) as caught:
+        identity_fields_by_id({"Address": "2 Row"})
+    said = str(caught.value)
+    assert "'Address': a field must be given by its id here" in said
+    assert "IdentityFieldSet.validate" in said and "without template_id=" not in said

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
-from contractsdk._exceptions import ConfigurationError
+from contractsdk._exceptions import ConfigurationError, PermissionDeniedError
 from contractsdk._ids import parse_id
 from contractsdk.cli._app import argument, cli, numeric_id, require, runs
 from contractsdk.cli._output import dump_json, print_table
@@ -173,16 +173,25 @@ async def parties_add(args: argparse.Namespace) -> None:
             "contract's template version) to name fields by label",
         )
     async with make_client(args) as client:
-        added = await client.collaborators.create(
-            args.contract_id,
-            user_id=args.user,
-            inviter_id=args.inviter if args.inviter is not None else args.user,
-            roles=list(args.role),
-            side=args.side,
-            values=values,
-            template_id=args.template,
-            require_all=args.require_all,
-        )
+        try:
+            added = await client.collaborators.create(
+                args.contract_id,
+                user_id=args.user,
+                inviter_id=args.inviter if args.inviter is not None else args.user,
+                roles=list(args.role),
+                side=args.side,
+                values=values,
+                template_id=args.template,
+                require_all=args.require_all,
+            )
+        except PermissionDeniedError as exc:
+            if args.inviter is None:  # the party invited itself: usual for an outsider
+                exc.args = (
+                    f"{exc.message}; the inviter is --user unless --inviter names a member "
+                    "of the contract's team (a party from outside it, such as a tenant, "
+                    "needs one)",
+                )
+            raise
         shown = await client.collaborators.get(added.id) if added.id is not None else added
     _show(args, [shown])
 
