@@ -46,6 +46,7 @@ from .validation._tree import KeyIndex, Node, fold
 __all__ = [
     "check_collaborator_roles",
     "check_roles",
+    "check_party_side",
     "check_side",
     "IdentityFieldSet",
     "IdentityProblem",
@@ -527,15 +528,29 @@ def check_collaborator_roles(
     return checked
 
 
-def check_side(side: Side | str) -> Side:
+def check_side(side: Side | str, *, party: bool = False) -> Side:
     """Return a side as a :class:`Side` member.
 
+    Args:
+        side: The side.
+        party: A party's side (a collaborator's, a company's): ``first`` or ``second``
+            only. ``both`` names the fields of both sides, not where a party stands: the
+            service refused it with a 400 after the checks had passed.
+
     Raises:
-        ConfigurationError: Not ``both``, ``first`` or ``second``.
+        ConfigurationError: Not ``both``, ``first`` or ``second`` (a party: not ``first``
+            or ``second``).
     """
     try:
-        return Side(side)
+        checked = Side(side)
     except ValueError:
-        raise ConfigurationError(
-            f"{side!r} is not a side; the sides are: both, first, second"
-        ) from None
+        sides = "first, second" if party else "both, first, second"
+        raise ConfigurationError(f"{side!r} is not a side; the sides are: {sides}") from None
+    if party and checked is Side.BOTH:
+        raise ConfigurationError("a party is on one side: first or second, not both")
+    return checked
+
+
+def check_party_side(side: Side | str) -> Side:
+    """:func:`check_side` for a party: ``first`` or ``second``."""
+    return check_side(side, party=True)

@@ -327,3 +327,24 @@ def test_a_label_where_ids_are_needed_names_no_missing_parameter() -> None:
     said = str(caught.value)
     assert "'Address': a field must be given by its id here" in said
     assert "IdentityFieldSet.validate" in said and "without template_id=" not in said
+
+
+async def test_a_party_on_both_sides_is_refused_before_anything_is_sent(
+    api: ContractClient, routes: Routes
+) -> None:
+    """``both`` names the fields of both sides, not a party's place: the service said 400."""
+    from contractsdk.bulk import BulkParty
+
+    with pytest.raises(ConfigurationError, match="a party is on one side: first or second"):
+        await api.companies.create(
+            500, company_name="Acme", role=Role.PARTY, side=Side.BOTH, created_by=7
+        )
+    with pytest.raises(ConfigurationError, match=r"the sides are: first, second$"):
+        await api.companies.create(
+            500, company_name="Acme", role=Role.PARTY, side="top", created_by=7
+        )
+    with pytest.raises(ConfigurationError, match="a party is on one side"):
+        await api.collaborators.create(500, user_id=8, inviter_id=7, roles="party", side=Side.BOTH)
+    with pytest.raises(ConfigurationError, match="a party is on one side"):
+        BulkParty(name="tenant", roles=(Role.PARTY,), side="both", user_column="tenant_user_id")
+    assert routes.sent() == []

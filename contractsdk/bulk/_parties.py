@@ -21,7 +21,7 @@ import attrs
 
 from contractsdk._exceptions import ConfigurationError, IdentityValidationError
 from contractsdk._ids import parse_id
-from contractsdk.identity import IdentityFieldSet, check_collaborator_roles, check_side
+from contractsdk.identity import IdentityFieldSet, check_collaborator_roles, check_party_side
 from contractsdk.models import Role, Side
 
 __all__ = ["BulkParty", "RowParty", "check_parties", "parse_party_flag", "parties_from_flags"]
@@ -55,7 +55,7 @@ class BulkParty:
 
     name: str
     roles: tuple[Role, ...] = attrs.field(converter=_roles)
-    side: Side = attrs.field(converter=check_side)
+    side: Side = attrs.field(converter=check_party_side)
     user_column: str
     columns: Mapping[str, str] = attrs.field(factory=dict, converter=_columns)
 

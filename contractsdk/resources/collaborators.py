@@ -314,7 +314,7 @@ class Collaborators(Resource):
         fields: builtins.list[dict[str, Any]] = []
         try:
             roles = check_collaborator_roles(party.roles)
-            side = check_side(party.side)
+            side = check_side(party.side, party=True)
             body: dict[str, Any] = {
                 "userId": parse_id(party.user_id, "user_id"),
                 "inviterId": parse_id(party.inviter_id or inviter_id, "inviter_id"),

@@ -96,7 +96,7 @@ class Companies(Resource):
         body: dict[str, Any] = {
             "company_name": company_name,
             "role": checked_role.value,
-            "side": check_side(side).value,
+            "side": check_side(side, party=True).value,
             "created_by": parse_id(created_by, "created_by"),
         }
         if company_number is not None:
