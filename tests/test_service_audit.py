@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import pickle
+from collections.abc import Coroutine
 from typing import Any
 
 import pytest
 
 from contractsdk import (
+    Contract,
     ContractClient,
     ContractSDKError,
     PartiesIncompleteError,
@@ -57,6 +59,13 @@ async def tenancy(client: ContractClient, server: SandboxServer) -> tuple[int, i
     kind = next(k for k in kinds if k.name == TENANCY)
     assert kind.id is not None
     return user.id, kind.id
+
+
+def flat(client: ContractClient, me: int, kind: int, n: int) -> Coroutine[Any, Any, Contract]:
+    """``create_contract`` of "Flat n", without team or template (they are looked up)."""
+    return client.create_contract(
+        user_id=me, contract_type_id=kind, values={"contract_name": f"Flat {n}"}
+    )
 
 
 def landlord(user_id: int) -> Party:
@@ -243,14 +252,7 @@ async def test_concurrent_creates_share_the_team_and_template_lookups(
     """50 concurrent creates without team or template read each of them once: 53 requests."""
     me, kind = await tenancy(sandbox_client, sandbox_server)
     before = by_route(sandbox_server)
-    made = await asyncio.gather(
-        *(
-            sandbox_client.create_contract(
-                user_id=me, contract_type_id=kind, values={"contract_name": f"Flat {n}"}
-            )
-            for n in range(50)
-        )
-    )
+    made = await asyncio.gather(*(flat(sandbox_client, me, kind, n) for n in range(50)))
     assert len({contract.id for contract in made}) == 50
     sent = sent_since(sandbox_server, before)
     assert sent[CREATE] == 50
@@ -286,9 +288,7 @@ async def test_lookups_are_not_kept_after_they_end(
     me, kind = await tenancy(sandbox_client, sandbox_server)
     before = by_route(sandbox_server)
     for n in range(2):
-        await sandbox_client.create_contract(
-            user_id=me, contract_type_id=kind, values={"contract_name": f"Flat {n}"}
-        )
+        await flat(sandbox_client, me, kind, n)
     sent = sent_since(sandbox_server, before)
     assert sent[TEAMS] == 2 and sent[TEMPLATES] == 2
 
@@ -302,11 +302,7 @@ async def test_a_cancelled_caller_leaves_the_shared_lookup_to_the_others(
     before = by_route(sandbox_server)
 
     def create(n: int) -> asyncio.Task[Any]:
-        return asyncio.ensure_future(
-            sandbox_client.create_contract(
-                user_id=me, contract_type_id=kind, values={"contract_name": f"Flat {n}"}
-            )
-        )
+        return asyncio.ensure_future(flat(sandbox_client, me, kind, n))
 
     first = create(0)
     await asyncio.sleep(0.05)  # the first caller's lookup is under way
@@ -330,13 +326,7 @@ async def test_a_failed_lookup_reaches_every_caller_and_is_not_kept(
     )
     before = by_route(sandbox_server)
     results = await asyncio.gather(
-        *(
-            sandbox_client.create_contract(
-                user_id=me, contract_type_id=kind, values={"contract_name": f"Flat {n}"}
-            )
-            for n in range(5)
-        ),
-        return_exceptions=True,
+        *(flat(sandbox_client, me, kind, n) for n in range(5)), return_exceptions=True
     )
     assert all(isinstance(result, ServerError) for result in results)
     sent = sent_since(sandbox_server, before)
