@@ -192,6 +192,26 @@ async def test_contracts_create_shows_what_it_knows(
     assert "Flat 9" in out
 
 
+async def test_contracts_update_of_a_nested_term_alone(
+    server: SandboxServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`contracts update --template` changes a nested term given alone (the lifecycle audit).
+
+    It was refused with "contract_rentFrequency has no value" although the contract held it.
+    """
+    argv = ["--json", "contracts", "create", "494", "--template", str(TENANCY_TEMPLATE)]
+    argv += ["--created-by", str(USER), "--value", "contract_name=Flat 10"]
+    argv += ["--value", "contract_rentFrequency=month"]
+    argv += ["--value", "contract_breakClause=breakClauseYes"]
+    assert await cli(server, *argv, "--value", "contract_breakClauseStart=6 months") == 0
+    contract = str(json.loads(capsys.readouterr().out)["id"])
+    update = ["--json", "contracts", "update", contract, "--template", str(TENANCY_TEMPLATE)]
+    assert await cli(server, *update, "--value", "contract_breakClauseStart=3 months") == 0
+    values = {f["name"]: f["value"] for f in json.loads(capsys.readouterr().out)["fields"]}
+    assert values["contract_breakClauseStart"] == "3 months"
+    assert values["contract_breakClause"] == "breakClauseYes"
+
+
 async def test_users_create_and_list(
     server: SandboxServer, capsys: pytest.CaptureFixture[str]
 ) -> None:

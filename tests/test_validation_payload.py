@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from contractsdk import TermValidationError
-from contractsdk.models import Term
+from contractsdk.models import ContractField, Term
 from contractsdk.resources.contracts import flatten_fields
 from contractsdk.validation import TermSet, values_from_fields
 from tests._termkit import terms_fixture  # noqa: F401  # the fixture `terms`
@@ -157,3 +157,98 @@ def test_values_from_fields_reads_both_nested_spellings() -> None:
         {"id": 7, "name": "no_value"},
     ]
     assert values_from_fields(payload) == {2: "month", "b": "x", "a": "hmo", 6: "R"}
+
+
+# -- An update, against the values a contract holds ------------------------------------------
+
+
+def stored_fields(terms: TermSet, values: dict[str, str]) -> tuple[ContractField, ...]:
+    """What a contract made with ``values`` holds: the checked values, flat."""
+    return terms.check(values).flat
+
+
+def test_update_of_a_nested_term_alone_goes_under_its_stored_options(terms: TermSet) -> None:
+    """Given alone, a nested term is sent inside its ancestors, at the options stored."""
+    stored = stored_fields(terms, NESTED_VALUES)
+    fields = terms.build_fields({"contract_breakClauseStart": "6 months"}, stored=stored)
+    assert fields == [
+        {
+            "id": 2,
+            "name": "contract_rentFrequency",
+            "value": "month",
+            "nested_fields": [
+                {
+                    "id": 3,
+                    "name": "contract_breakClause",
+                    "value": "breakClauseYes",
+                    "nested_fields": [
+                        {"id": 4, "name": "contract_breakClauseStart", "value": "6 months"}
+                    ],
+                }
+            ],
+        }
+    ]
+    # Without what is stored, the same values are refused: their ancestors have no value.
+    with pytest.raises(TermValidationError, match="contract_rentFrequency has no value"):
+        terms.build_fields({"contract_breakClauseStart": "6 months"})
+
+
+def test_update_sends_only_what_is_given_and_its_ancestors(terms: TermSet) -> None:
+    """Stored values that are not ancestors of a given one are not sent again."""
+    stored = stored_fields(terms, NESTED_VALUES)
+    assert terms.build_fields({"contract_name": "Renamed"}, stored=stored) == [
+        {"id": 1, "name": "contract_name", "value": "Renamed"}
+    ]
+    # What the contract holds afterwards, in template order.
+    assert terms.validate({"contract_name": "Renamed"}, stored=stored) == {
+        "contract_name": "Renamed",
+        "contract_rentFrequency": "month",
+        "contract_breakClause": "breakClauseYes",
+        "contract_breakClauseStart": "3 months",
+        "contract_agreementDate": "2024-05-01",
+    }
+
+
+def test_update_checks_a_nested_term_against_the_stored_options(terms: TermSet) -> None:
+    """A nested term whose stored ancestor chose another option is refused, saying so."""
+    stored = stored_fields(terms, {"contract_rentFrequency": "week"})
+    with pytest.raises(TermValidationError) as caught:
+        terms.build_fields({"contract_breakClause": "breakClauseNo"}, stored=stored)
+    [problem] = caught.value.problems
+    assert problem.kind == "inapplicable"
+    assert "contract_rentFrequency is 'week'" in problem.message
+
+
+def test_update_that_changes_an_option_drops_the_stored_answers_under_the_old(
+    terms: TermSet,
+) -> None:
+    """As the service does: the answers nested under an option changed no longer count."""
+    stored = stored_fields(terms, NESTED_VALUES)
+    values = {"contract_rentFrequency": "week"}
+    assert terms.validate(values, stored=stored) == {
+        "contract_name": "Lease",
+        "contract_rentFrequency": "week",
+        "contract_agreementDate": "2024-05-01",
+    }
+    assert terms.build_fields(values, stored=stored) == [
+        {"id": 2, "name": "contract_rentFrequency", "value": "week"}
+    ]
+
+
+def test_update_require_all_counts_what_is_stored(terms: TermSet) -> None:
+    """require_all refuses only the applicable terms neither given nor stored."""
+    stored = stored_fields(terms, {"contract_name": "Lease", "contract_rentFrequency": "week"})
+    with pytest.raises(TermValidationError) as caught:
+        terms.validate({"contract_pets": "petsNo"}, stored=stored, require_all=True)
+    missing = {problem.term for problem in caught.value.problems}
+    assert missing == {"contract_letType", "contract_agreementDate"}
+
+
+def test_update_stored_value_by_id_reaches_only_its_own_place(terms: TermSet) -> None:
+    """A name under two options keeps its stored value only where the stored id is."""
+    stored = stored_fields(terms, {"contract_letType": "hmo", "contract_room": "Room 2"})
+    assert stored[1].id == 6
+    # Changing the let type to bedsit: the room stored under hmo (id 6) is not bedsit's (9).
+    assert terms.validate({"contract_letType": "bedsit"}, stored=stored) == {
+        "contract_letType": "bedsit"
+    }

@@ -219,16 +219,20 @@ class Contracts(Resource):
     ) -> Contract:
         """Change a contract's values and return the contract.
 
-        The service's contract JSON does not name its template, so the values are checked
-        against the terms only when you give ``template_id``; then nested answers are sent
-        under their chosen option as on create. Without it, each value is sent as a flat
+        The service merges the values into those the contract holds. Its contract JSON
+        does not name its template, so the values are checked against the terms only when
+        you give ``template_id``; then each nested answer is sent under its chosen option,
+        as on create. A nested term may be changed alone: where ``values`` leave out an
+        option it goes under, the contract is read first and the stored option is used
+        (and checked) instead. Without ``template_id``, each value is sent as a flat
         ``{name, value}`` field, unchecked.
 
         Args:
             contract_id: The contract's id.
             values: ``{term name or id: value}``.
             template_id: The contract's template version, to validate the values first.
-            require_all: With ``template_id``: also refuse unanswered applicable terms.
+            require_all: With ``template_id``: also refuse applicable terms that neither
+                ``values`` nor the contract answer (the contract is read to know).
 
         Raises:
             ConfigurationError: ``require_all`` without ``template_id`` (no terms to check
@@ -243,7 +247,10 @@ class Contracts(Resource):
         fields: builtins.list[dict[str, Any]]
         if template_id is not None:
             terms = await self._client._term_set(parse_id(template_id, "template_id"))
-            fields = terms.build_fields(values, require_all=require_all)
+            stored: tuple[ContractField, ...] = ()
+            if require_all or terms._needs_stored(values):
+                stored = (await self.get(number)).fields
+            fields = terms.build_fields(values, require_all=require_all, stored=stored)
         else:
             fields = unchecked_fields(values)
         contract = await self._client._patch(f"/contracts/{number}", Contract, {"fields": fields})

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
 from contractsdk._exceptions import ConfigurationError, TermValidationError
 from contractsdk._values import UnsendableValueError, to_wire_value
 from contractsdk.validation._tree import NAMELESS, TermPlace, TermTree, loose
+
+if TYPE_CHECKING:
+    from contractsdk.models._models import ContractField
 
 __all__ = [
     "ProblemKind",
@@ -85,8 +88,15 @@ def check(
     require_all: bool,
     date_format: str | None,
     datetime_format: str | None,
+    stored: Sequence[ContractField] = (),
 ) -> tuple[dict[str, str], list[tuple[TermPlace, str]]]:
     """Check flat values against a term tree (see :meth:`TermSet.validate` for the rules).
+
+    ``stored``: the values a contract holds already, for an update. A term the values leave
+    out keeps its stored value, where that still applies under the options chosen (the
+    service drops the answers under an option that changes): the values are checked with
+    them, and a nested term may be given without its ancestors. Stored values that no
+    longer apply are left out, never reported.
 
     Returns:
         ``{term name: value}`` for the terms that apply, in template order, and the same as
@@ -147,6 +157,7 @@ def check(
     result: dict[str, str] = {}
     applied: list[tuple[TermPlace, str]] = []
     rejected: dict[str, TermPlace] = {}  # applicable, but the value is not an option
+    kept = _stored_values(stored, given) if stored else None
     stack = list(tree.top_reversed)
     pop, push = stack.pop, stack.extend
     while stack:
@@ -156,9 +167,13 @@ def check(
         if value is None or (
             by_id_only and name in by_id_only and place.id not in by_id_only[name]
         ):
-            if require_all and name not in unusable:
-                problems.append((place.index, _missing(place)))
-            continue
+            value = None if kept is None else _stored_value(kept, place)
+            if value is None:
+                if require_all and name not in unusable:
+                    problems.append((place.index, _missing(place)))
+                continue
+            if place.pushed is not None and value not in place.pushed:
+                continue  # a stored option the template no longer has: not the caller's
         if place.pushed is not None:
             nested = place.pushed.get(value)
             if nested is None:
@@ -173,20 +188,41 @@ def check(
 
     # 3. Values the walk did not reach: inapplicable, or under exclusive options. Only a
     #    wrong input gets here, so this part may be slower.
-    if len(result) < len(given):
+    if len(result) < len(given) or kept:
         leftovers = [name for name in given if name not in result and name not in rejected]
         if leftovers:
             resolved = dict(rejected)
             for place, _value in applied:
                 resolved.setdefault(place.name, place)
+            # With stored values, what an ancestor holds may be stored, not given.
+            chosen = {**result, **given} if kept else given
             problems.extend(
-                _explain_leftovers(tree, leftovers, given, by_id_only, result, resolved)
+                _explain_leftovers(tree, leftovers, chosen, by_id_only, result, resolved)
             )
 
     if problems:
         problems.sort(key=lambda item: item[0])
         raise TermValidationError([problem for _, problem in problems])
     return result, applied
+
+
+def _stored_values(
+    stored: Sequence[ContractField], given: Mapping[str, str]
+) -> dict[str, tuple[int | None, str]]:
+    """``{name: (id, value)}`` of the stored values the given ones leave out."""
+    kept: dict[str, tuple[int | None, str]] = {}
+    for field in stored:
+        if field.name is not None and field.value and field.name not in given:
+            kept.setdefault(field.name, (field.id, field.value))
+    return kept
+
+
+def _stored_value(kept: Mapping[str, tuple[int | None, str]], place: TermPlace) -> str | None:
+    """The stored value of ``place``: by its name, and by its id where the service sent one."""
+    found = kept.get(place.name)
+    if found is None or (found[0] is not None and found[0] != place.id):
+        return None
+    return found[1]
 
 
 def check_mapping(values: object, what: str = "values") -> None:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, overload
 
 from contractsdk._values import UnsendableValueError, to_wire_value
-from contractsdk.models._models import Term
+from contractsdk.models._models import ContractField, Term
 from contractsdk.validation import _payload, _rules
 from contractsdk.validation._payload import CheckedValues, TermValues
 from contractsdk.validation._render import render_tree
@@ -124,6 +124,7 @@ class TermSet(Sequence["Term"]):
         require_all: bool = False,
         date_format: str | None = None,
         datetime_format: str | None = None,
+        stored: Sequence[ContractField] = (),
     ) -> dict[str, str]:
         """Check flat values against the terms and return them normalised.
 
@@ -143,14 +144,22 @@ class TermSet(Sequence["Term"]):
                 ``dd/mm/yyyy`` (``"%d/%m/%Y"``).
             datetime_format: ``strftime`` format for ``datetime`` values; None means ISO 8601
                 (``datetime.isoformat()``).
+            stored: For an update, the values the contract holds (:attr:`Contract.fields
+                <contractsdk.models.Contract.fields>`). A term that ``values`` leave out
+                keeps its stored value while it still applies under the options chosen
+                (the service drops the answers under an option that changes), so a nested
+                term may be changed alone, and ``require_all`` counts what is stored.
 
         Returns:
-            ``{term name: value as string}`` for the terms that apply, in template order.
+            ``{term name: value as string}`` for the terms that apply, in template order
+            (with ``stored``: what the contract holds after the update).
 
         Raises:
             TermValidationError: If anything is wrong; ``.problems`` lists every problem.
         """
-        return _rules.check(self._tree, values, require_all, date_format, datetime_format)[0]
+        return _rules.check(self._tree, values, require_all, date_format, datetime_format, stored)[
+            0
+        ]
 
     def check(
         self,
@@ -190,6 +199,7 @@ class TermSet(Sequence["Term"]):
         require_all: bool = False,
         date_format: str | None = None,
         datetime_format: str | None = None,
+        stored: Sequence[ContractField] = (),
     ) -> list[dict[str, Any]]:
         """Validate flat values and build the nested ``fields`` payload of a contract.
 
@@ -204,6 +214,10 @@ class TermSet(Sequence["Term"]):
             require_all: As for :meth:`validate`.
             date_format: As for :meth:`validate`.
             datetime_format: As for :meth:`validate`.
+            stored: As for :meth:`validate`. The payload then holds the values given and,
+                for a nested one, the ancestors it goes under, at their stored options: the
+                fields of ``PATCH /v1/contracts/{id}``, which merges them into what is
+                stored.
 
         Returns:
             The list of field entries, ready to be sent as JSON.
@@ -211,8 +225,48 @@ class TermSet(Sequence["Term"]):
         Raises:
             TermValidationError: If anything is wrong; nothing is built.
         """
-        applied = _rules.check(self._tree, values, require_all, date_format, datetime_format)[1]
+        applied = _rules.check(
+            self._tree, values, require_all, date_format, datetime_format, stored
+        )[1]
+        if stored:
+            applied = self._given_and_ancestors(applied, values)
         return _payload.build_fields(applied)
+
+    def _given_names(self, values: TermValues) -> set[str]:
+        lookup = self._tree.keys.lookup
+        return {
+            places[0].name
+            for key, raw in values.items()
+            if raw is not None and (places := lookup(key))
+        }
+
+    def _needs_stored(self, values: TermValues) -> bool:
+        """Whether ``values`` give a nested term without every ancestor it goes under.
+
+        Only then (or to count what is stored for ``require_all``) does an update's check
+        need the values the contract holds.
+        """
+        _rules.check_mapping(values)
+        names = self._given_names(values)
+        by_name = self._tree.keys.by_name
+        return any(
+            ancestor.name not in names
+            for name in names
+            for place in by_name[name]
+            for ancestor, _option in place.conditions
+        )
+
+    def _given_and_ancestors(
+        self, applied: list[tuple[TermPlace, str]], values: TermValues
+    ) -> list[tuple[TermPlace, str]]:
+        """The checked pairs of the terms ``values`` gives, and of their ancestors."""
+        names = self._given_names(values)
+        sent: set[TermPlace] = set()
+        for place, _value in applied:
+            if place.name in names:
+                sent.add(place)
+                sent.update(ancestor for ancestor, _option in place.conditions)
+        return [(place, value) for place, value in applied if place in sent]
 
     # -- Display ----------------------------------------------------------------------------
 

@@ -79,6 +79,58 @@ async def test_whole_flow(sandbox_server: SandboxServer, sandbox_client: Contrac
         await client.contracts.get(contract.id)
 
 
+async def test_update_of_a_nested_term_alone(
+    sandbox_server: SandboxServer, sandbox_client: ContractClient
+) -> None:
+    """A nested term changes alone: it goes under the stored options, checked against them.
+
+    The contract is read only when a given term's ancestors are not all given; the
+    emulator, which shares no code with the SDK, takes what is sent.
+    """
+    client = sandbox_client
+    seeded = sandbox_server.users[0]
+    kind = next(
+        k for k in await client.contract_types.list(seeded.personal_team_id) if k.name == TENANCY
+    )
+    template = await client.templates.latest(seeded.personal_team_id, kind.id)
+    values = {
+        "contract_name": "Nested lease",
+        "contract_rentFrequency": "month",
+        "contract_breakClause": "breakClauseYes",
+        "contract_breakClauseStart": "6 months",
+    }
+    contract = await client.contracts.create(
+        seeded.personal_team_id, template_id=template.id, created_by=seeded.id, values=values
+    )
+    assert contract.id is not None
+
+    def reads() -> int:
+        routes = sandbox_server.counters()["by_route"]
+        assert isinstance(routes, dict)
+        return int(routes.get("GET /v1/contracts/{contractId}", 0))
+
+    before = reads()
+    changed = await client.contracts.update(
+        contract.id, values={"contract_breakClauseStart": "3 months"}, template_id=template.id
+    )
+    assert changed.values == {**values, "contract_breakClauseStart": "3 months"}
+    assert reads() == before + 1
+
+    # A top-level option changed: nothing to read, and the service drops what was under it.
+    weekly = await client.contracts.update(
+        contract.id, values={"contract_rentFrequency": "week"}, template_id=template.id
+    )
+    assert weekly.values == {"contract_name": "Nested lease", "contract_rentFrequency": "week"}
+    assert reads() == before + 1
+
+    # Now the nested term does not apply, and the message says what the contract holds.
+    with pytest.raises(TermValidationError, match="contract_rentFrequency is 'week'"):
+        await client.contracts.update(
+            contract.id, values={"contract_breakClauseStart": "6 months"}, template_id=template.id
+        )
+    assert (await client.contracts.get(contract.id)).values == weekly.values
+
+
 async def test_create_contract_in_one_call(
     sandbox_server: SandboxServer, sandbox_client: ContractClient
 ) -> None:
