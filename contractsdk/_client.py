@@ -33,7 +33,12 @@ from contractsdk._config import (
     pick_environment,
 )
 from contractsdk._credentials import ApiKey, ClientCredentials
-from contractsdk._exceptions import ConfigurationError, client_closed
+from contractsdk._exceptions import (
+    ConfigurationError,
+    IdentityValidationError,
+    TermValidationError,
+    client_closed,
+)
 from contractsdk._http import NOT_GIVEN, Headers, NotGiven
 from contractsdk._ids import parse_id
 from contractsdk._logging import ClientStats, EventHook, Instrumentation, logger
@@ -692,7 +697,8 @@ class ContractClient(Sender):
             The contract and its collaborators, one per party in the order given.
 
         Raises:
-            TermValidationError: The contract values break the terms (nothing was created).
+            TermValidationError: The contract values break the terms (nothing was created);
+                its ``identity_problems`` lists the parties' problems found with them.
             IdentityValidationError: Parties' values break their identity fields; every
                 problem of every party is listed, each naming its party (nothing was
                 created).
@@ -711,11 +717,26 @@ class ContractClient(Sender):
         if template_id is None:
             template_id = await self._default_template(team_id, contract_type_id)
         template = parse_id(template_id, "template_id")
-        (await self._term_set(template)).build_fields(values, require_all=require_all)
+        terms_broken: TermValidationError | None = None
+        try:
+            (await self._term_set(template)).build_fields(values, require_all=require_all)
+        except TermValidationError as error:
+            terms_broken = error  # the parties are checked too: one error says it all
         inviter = parse_id(user_id, "user_id")
-        prepared = await self.collaborators._prepare_all(
-            parties, template_id=template, require_all=require_all_identity, inviter_id=inviter
-        )
+        try:
+            prepared = await self.collaborators._prepare_all(
+                parties, template_id=template, require_all=require_all_identity, inviter_id=inviter
+            )
+        except IdentityValidationError as error:
+            if terms_broken is None:
+                raise
+            raise TermValidationError(terms_broken.problems, error.problems) from None
+        except Exception:
+            if terms_broken is None:
+                raise
+            raise terms_broken from None  # what is certain first; the rest on a next try
+        if terms_broken is not None:
+            raise terms_broken
         contract = await self.contracts.create(
             team_id,
             template_id=template,

@@ -415,14 +415,23 @@ class TermValidationError(ContractSDKError, ValueError):
 
     Attributes:
         problems: The problems, each with its path, term, kind and message.
+        identity_problems: The parties' identity problems found in the same check, for a
+            contract made with its parties
+            (:meth:`~contractsdk.ContractClient.create_contract_with_parties`), so that one
+            error says all that is wrong; empty otherwise. The message lists them too.
     """
 
-    def __init__(self, problems: Sequence[TermProblem]) -> None:
+    def __init__(
+        self,
+        problems: Sequence[TermProblem],
+        identity_problems: Sequence[IdentityProblem] = (),
+    ) -> None:
         self.problems: tuple[TermProblem, ...] = tuple(problems)
-        count = len(self.problems)
-        lines = "\n".join(f"  - {problem}" for problem in self.problems)
-        noun = "problem" if count == 1 else "problems"
-        super().__init__(f"{count} {noun} with the contract values:\n{lines}")
+        self.identity_problems: tuple[IdentityProblem, ...] = tuple(identity_problems)
+        message = _listed(self.problems, "with the contract values")
+        if self.identity_problems:
+            message += "\nand " + _listed(self.identity_problems, "with the identity values")
+        super().__init__(message)
 
 
 class RateLimiterTimeoutError(ContractSDKError, TimeoutError):
@@ -451,10 +460,14 @@ class IdentityValidationError(ContractSDKError, ValueError):
 
     def __init__(self, problems: Sequence[IdentityProblem]) -> None:
         self.problems: tuple[IdentityProblem, ...] = tuple(problems)
-        count = len(self.problems)
-        lines = "\n".join(f"  - {problem}" for problem in self.problems)
-        noun = "problem" if count == 1 else "problems"
-        super().__init__(f"{count} {noun} with the identity values:\n{lines}")
+        super().__init__(_listed(self.problems, "with the identity values"))
+
+
+def _listed(problems: Sequence[object], what: str) -> str:
+    """``2 problems <what>:`` and a line per problem."""
+    noun = "problem" if len(problems) == 1 else "problems"
+    lines = "\n".join(f"  - {problem}" for problem in problems)
+    return f"{len(problems)} {noun} {what}:\n{lines}"
 
 
 _STATUS_ERRORS: dict[int, type[APIError]] = {

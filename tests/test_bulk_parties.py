@@ -196,6 +196,22 @@ async def test_rows_with_two_parties_each(tmp_path: Path) -> None:
         assert sorted(counts.values()) == [2] * 11
 
 
+@pytest.mark.e2e
+async def test_a_row_s_term_and_party_problems_are_reported_together(tmp_path: Path) -> None:
+    """A row wrong in a term and in a party says both at once, not one per fix."""
+    async with SandboxServer(port=0, write_rate=None, read_rate=None) as server:
+        landlord, tenant = server.users[0].id, server.users[1].id
+        rows = party_rows(1, landlord, tenant)
+        rows[0]["landlord_email"] = "not an email"
+        rows[0]["contract_rentFrequency"] = "fortnight"
+        async with emulator_client(server) as client:
+            bulk = job(client, rows, tmp_path / "job.db", server)
+            [outcome] = await asyncio.wait_for(_collect(bulk), LIMIT)
+    assert outcome.state == "invalid"
+    assert any("contract_rentFrequency" in r and "fortnight" in r for r in outcome.reasons)
+    assert any("party landlord: Email" in r for r in outcome.reasons), outcome.reasons
+
+
 @attrs.frozen
 class HandAdded:
     """A run whose party adds all failed, a collaborator added by hand, then a retry."""

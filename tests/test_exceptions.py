@@ -221,3 +221,20 @@ def test_a_5xx_to_a_write_says_it_may_have_been_processed(error: APIError, unkno
     for seen in (error, pickle.loads(pickle.dumps(error))):
         assert seen.outcome_unknown is unknown
         assert str(seen).endswith("; the request may have been processed") is unknown
+
+
+def test_term_error_with_identity_problems_lists_both_and_pickles() -> None:
+    """A contract made with its parties: one error, both kinds of problem, kept by pickle."""
+    from contractsdk.identity import IdentityProblem
+    from contractsdk.validation import TermProblem
+
+    term = TermProblem(kind="missing", path="contract_name", term="contract_name", message="no")
+    party = IdentityProblem(kind="invalid", path="Email", field="Email", message="bad", party=1)
+    error = contractsdk.TermValidationError([term], [party, party])
+    assert str(error) == (
+        "1 problem with the contract values:\n  - contract_name: no\n"
+        f"and 2 problems with the identity values:\n  - {party}\n  - {party}"
+    )
+    copy = pickle.loads(pickle.dumps(error))
+    assert copy.identity_problems == (party, party) and str(copy) == str(error)
+    assert contractsdk.TermValidationError([term]).identity_problems == ()

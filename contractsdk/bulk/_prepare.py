@@ -107,10 +107,6 @@ def prepare_row(
     reasons = [*targets.problems, *problems]
     mapped = map_row(source.data, spec.columns, terms)
     reasons.extend(mapped.problems)
-    parties: dict[str, RowParty] = {}
-    if spec.parties and field_sets is not None:
-        parties, party_problems = check_parties(source.data, spec.parties, field_sets)
-        reasons.extend(party_problems)
     digest = content_digest(mapped.values, targets.per_row)
     label = f"key {mapped.key_value!r}" if mapped.key_value is not None else "the row"
     values: dict[str, str] | None = None
@@ -121,6 +117,11 @@ def prepare_row(
             values = checked.by_name
         except TermValidationError as exc:
             reasons.extend(str(problem) for problem in exc.problems)
+    parties: dict[str, RowParty] = {}
+    if spec.parties and field_sets is not None:
+        # Checked whatever the terms said: a row's problems are all reported at once.
+        parties, party_problems = check_parties(source.data, spec.parties, field_sets)
+        reasons.extend(party_problems)
     match_term = spec.match_term
     if values is not None:
         name: str | None = values.get(match_term)

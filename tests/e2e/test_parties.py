@@ -22,6 +22,7 @@ from contractsdk import (
     Party,
     Role,
     Side,
+    TermValidationError,
 )
 from contractsdk.sandbox import SandboxServer
 from tests._sandboxparties import NDA, SIGNATURE, counters, route_count, template_of
@@ -245,6 +246,45 @@ async def test_create_contract_with_parties_validates_before_sending(
     assert after["contracts_created"] == before["contracts_created"] == 0
     assert sandbox_server.state.contracts == {} and sandbox_server.state.collaborators == {}
     assert {r for r in after["by_route"] if not r.startswith("GET ")} == set()
+
+
+async def test_create_contract_with_parties_says_term_and_identity_problems_at_once(
+    sandbox_server: SandboxServer, sandbox_client: ContractClient
+) -> None:
+    """Wrong terms and a wrong party: one TermValidationError lists both, nothing is sent."""
+    landlord = sandbox_server.users[0]
+    kinds = await sandbox_client.contract_types.list(landlord.personal_team_id)
+    kind = next(k for k in kinds if k.name == TENANCY)
+    with pytest.raises(TermValidationError) as caught:
+        await sandbox_client.create_contract_with_parties(
+            user_id=landlord.id,
+            contract_type_id=kind.id,
+            values={"contract_name": "Never made", "contract_rentFrequency": "fortnight"},
+            parties=[
+                Party(
+                    user_id=landlord.id,
+                    roles=Role.PARTY,
+                    side=Side.FIRST,
+                    values={"Email": "not an email"},
+                )
+            ],
+        )
+    error = caught.value
+    assert [p.term for p in error.problems] == ["contract_rentFrequency"]
+    assert [(p.party, p.kind) for p in error.identity_problems] == [(0, "invalid")]
+    assert "and 1 problem with the identity values" in str(error)
+    routes = counters(sandbox_server)["by_route"]
+    assert {r for r in routes if not r.startswith("GET ")} == set()
+    # Terms right and the party wrong: the IdentityValidationError of before.
+    with pytest.raises(IdentityValidationError):
+        await sandbox_client.create_contract_with_parties(
+            user_id=landlord.id,
+            contract_type_id=kind.id,
+            values={"contract_name": "Never made"},
+            parties=[
+                Party(user_id=landlord.id, roles=Role.PARTY, side=Side.FIRST, values={"Email": "x"})
+            ],
+        )
 
 
 # --- users ---------------------------------------------------------------------------------
