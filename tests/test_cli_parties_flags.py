@@ -52,6 +52,6 @@ def test_parties_fields_takes_ids_and_says_where_to_find_them(
     err = capsys.readouterr().err
     assert code == 2
     assert err == (
-        "error: --value 'First Name': a field must be given by its id (each field's id is in "
-        "`contractsdk parties list CONTRACT_ID --json`)\n"
+        "error: --value 'First Name': a field must be given by its id (`contractsdk parties "
+        "identity-fields TEMPLATE_ID --party COLLABORATOR_ID` shows each field's id)\n"
     )

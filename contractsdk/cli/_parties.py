@@ -1,30 +1,36 @@
 """``contractsdk parties …`` and ``contractsdk sign``: who is on a contract, and signing.
 
 A party is a collaborator: a user on a contract with roles, a side and identity values
-(docs/parties.md). ``parties add --template ID`` checks the values against the identity
-fields of those roles and side before anything is sent (the contract's answer does not
-name its template, so the CLI cannot find it alone); without ``--template`` the values go
-unchecked and must be keyed by field id.
+(docs/parties.md), or a company (``parties add-company``). ``parties add --template ID``
+checks the values against the identity fields of those roles and side before anything is
+sent (the contract's answer does not name its template, so the CLI cannot find it alone);
+without ``--template`` the values go unchecked and must be keyed by field id.
+``parties identity-fields`` shows those fields, and so their ids.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+import attrs
 import click
 
 from contractsdk._exceptions import ConfigurationError, PermissionDeniedError
 from contractsdk._ids import parse_id
 from contractsdk.cli._app import argument, cli, numeric_id, require, runs
-from contractsdk.cli._output import dump_json, print_table
+from contractsdk.cli._output import dump_json, print_table, say
 from contractsdk.cli._resources import make_client, parse_pairs
-from contractsdk.models import Collaborator, Role, Side
+from contractsdk.models import Address, Collaborator, IdentityField, Role, Side
+from contractsdk.validation._render import render_tree
+from contractsdk.validation._tree import Node
 
 __all__ = [
     "parties_add",
+    "parties_add_company",
     "parties_fields",
+    "parties_identity_fields",
     "parties_list",
     "parties_remove",
     "parties_roles",
@@ -39,6 +45,13 @@ ROLES = [role.value for role in Role]
 UPDATABLE_ROLES = [role for role in ROLES if role != Role.PARTY_WITH_SIGNATORY.value]
 #: A party's side: ``both`` names the fields of either side, not where a party stands.
 SIDES = [Side.FIRST.value, Side.SECOND.value]
+#: The sides whose identity fields can be read: ``both`` too (the fields of either side).
+FIELD_SIDES = [side.value for side in Side]
+#: A company's role: ``CompanyFieldsDTO`` lists the same roles as the role-update form
+#: (``companies.create`` refuses ``party_with_signatory``).
+COMPANY_ROLES = UPDATABLE_ROLES
+#: The keys of ``--registered-office`` and ``--address`` (an :class:`Address`'s fields).
+ADDRESS_KEYS = [field.name for field in attrs.fields(Address)]
 
 
 def _show(args: argparse.Namespace, collaborators: list[Collaborator]) -> None:
@@ -89,6 +102,61 @@ def _ids_only(values: dict[Any, str], why: str) -> None:
         raise ConfigurationError(f"--value {named}: {why}")
 
 
+class _Shown(Node):
+    """An identity field's place in the tree ``parties identity-fields`` draws."""
+
+    __slots__ = ("field",)
+
+    def __init__(self, field: IdentityField, parent: _Shown | None, via: str | None) -> None:
+        super().__init__(field.label or field.name or "(no label)", parent, via)
+        self.field = field
+        self.children = {
+            option.name: tuple(_Shown(nested, self, option.name) for nested in option.nested_fields)
+            for option in field.options
+            if option.name is not None
+        }
+
+
+def _field_tree(fields: Sequence[IdentityField]) -> str:
+    """Draw identity fields as ``terms show`` draws terms, with the values they hold.
+
+    A field's line: its label, id (and name, when the service sends one besides the label),
+    the service's flags (validation type, required) and its value, if it has one. Each
+    option is a radio button beneath it, ``(x)`` when chosen, with the fields nested under
+    it indented beneath. ``IdentityFieldSet.tree()`` draws the same tree, but without
+    values, and names a field by its name where it has one, not by its label.
+    """
+
+    def describe(place: _Shown) -> tuple[str, Sequence[str], str | None]:
+        field = place.field
+        named = f", name {field.name}" if field.name and field.name != field.label else ""
+        line = f"{place.name} (id {'-' if field.id is None else field.id}{named})"
+        flags = [flag for flag in (field.validation_type, field.required and "required") if flag]
+        if flags:
+            line += f" [{', '.join(str(flag) for flag in flags)}]"
+        options = [option.name for option in field.options if option.name is not None]
+        value = field.value or None  # the service sends "" for a field not filled in
+        if value is not None and value not in options:
+            line += f" = {value!r}" + (" (not an option)" if options else "")
+        return line, options, value
+
+    return render_tree([_Shown(field, None, None) for field in fields], describe) or "(none)"
+
+
+def _address(items: Sequence[str], flag: str) -> dict[str, str] | None:
+    """Read repeated ``KEY=VALUE`` address flags; None when none was given.
+
+    Raises:
+        ConfigurationError: An item without ``=``, or a key that is not an address's.
+    """
+    address = parse_pairs(items, flag, "KEY=VALUE")
+    unknown = [key for key in address if key not in ADDRESS_KEYS]
+    if unknown:
+        named = ", ".join(repr(key) for key in unknown)
+        raise ConfigurationError(f"{flag} {named}: the keys are {', '.join(ADDRESS_KEYS)}")
+    return address or None
+
+
 # -- the command tree ------------------------------------------------------------------
 #
 # A command's parameters are listed, in --help and its usage line, in the order of its
@@ -97,7 +165,7 @@ def _ids_only(values: dict[Any, str], why: str) -> None:
 
 @cli.group()
 def parties() -> None:
-    """List, add and remove a contract's parties; change their roles and fields."""
+    """List, add and remove a contract's parties; show and change their identity fields."""
 
 
 CONTRACT = argument("contract_id", type=numeric_id, help="The contract's id.")
@@ -126,6 +194,62 @@ async def parties_list(args: argparse.Namespace) -> None:
     async with make_client(args) as client:
         collaborators = await client.collaborators.list(args.contract_id)
     _show(args, collaborators)
+
+
+@runs(parties, "identity-fields")
+@argument("template_id", type=numeric_id, help="The contract's template version id.")
+@click.option(
+    "--role",
+    multiple=True,
+    type=click.Choice(ROLES),
+    help="A role whose fields to show; repeatable (with --party: default its roles).",
+)
+@click.option(
+    "--side",
+    type=click.Choice(FIELD_SIDES),
+    help="The side whose fields to show (both: either side's; with --party: default its side).",
+)
+@click.option(
+    "--party",
+    type=numeric_id,
+    metavar="COLLABORATOR_ID",
+    help="Show this party's values in the fields (a party of a contract of TEMPLATE_ID).",
+)
+async def parties_identity_fields(args: argparse.Namespace) -> None:
+    """Show the identity fields a party fills in, with each field's id.
+
+    Each field's label and id, the service's flags (its validation type, required) and its
+    options, the fields nested under an option indented beneath it. The ids are what
+    `parties fields --value ID=VALUE` takes. With --party, each field shows that party's
+    value (a chosen option marked (x)); its roles and side are read from the party unless
+    --role and --side are given.
+    """
+    require(
+        args.party is not None or bool(args.role and args.side),
+        "give --role and --side (the fields depend on both), or --party COLLABORATOR_ID "
+        "to show a party's fields",
+    )
+    async with make_client(args) as client:
+        if args.party is None:
+            fields = await client.identity_fields.list(
+                args.template_id, roles=list(args.role), side=args.side
+            )
+        else:
+            roles, side = list(args.role), args.side
+            if not roles or side is None:
+                party = await client.collaborators.get(args.party)
+                roles, side = roles or list(party.roles), side or party.side
+                require(
+                    bool(roles) and side is not None,
+                    f"the service did not say party {args.party}'s roles and side; "
+                    "give --role and --side",
+                )
+            fields = await client.identity_fields.of_collaborator(
+                args.template_id, args.party, roles=roles, side=side
+            )
+    if args.json:
+        return dump_json(list(fields))
+    say(_field_tree(fields))
 
 
 @runs(parties, "add")
@@ -196,6 +320,74 @@ async def parties_add(args: argparse.Namespace) -> None:
     _show(args, [shown])
 
 
+@runs(parties, "add-company")
+@CONTRACT
+@click.option("--name", required=True, help="The company's name.")
+@click.option("--company-number", metavar="NUMBER", help="Its registration number.")
+@click.option(
+    "--role",
+    required=True,
+    type=click.Choice(COMPANY_ROLES),
+    help="Its role (one; a company cannot be party_with_signatory).",
+)
+@click.option(
+    "--side",
+    type=click.Choice(SIDES),
+    required=True,
+    help="Its side: first (the creator's, e.g. the landlord) or second.",
+)
+@click.option(
+    "--created-by",
+    type=numeric_id,
+    required=True,
+    metavar="USER_ID",
+    help="The user adding it (an owner or member of the contract's team).",
+)
+@click.option(
+    "--registered-office",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help=f"A part of its registered office's address; repeatable. Keys: {', '.join(ADDRESS_KEYS)}.",
+)
+@click.option(
+    "--address",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A part of another address (e.g. where it trades); repeatable; the same keys.",
+)
+@click.option(
+    "--idempotency-key",
+    help="Your own Idempotency-Key (a create repeated is made once where keys are honoured).",
+)
+async def parties_add_company(args: argparse.Namespace) -> None:
+    """Add a company to a contract as a party.
+
+    It is listed among the parties under its name, without a user or identity values.
+    """
+    require(bool(args.name.strip()), "--name is blank: a company needs a name")
+    office = _address(args.registered_office, "--registered-office")
+    address = _address(args.address, "--address")
+    async with make_client(args) as client:
+        created = await client.companies.create(
+            args.contract_id,
+            company_name=args.name,
+            company_number=args.company_number,
+            role=args.role,
+            side=args.side,
+            created_by=args.created_by,
+            registered_office_address=office,
+            address=address,
+            idempotency_key=args.idempotency_key,
+        )
+        party = created.contract_collaborator_id
+        shown = (
+            await client.collaborators.get(party)
+            if party is not None  # the spec's answer names it; if not, what the answer says
+            else Collaborator(name=created.company_name, contract_id=created.contract_id)
+        )
+    _show(args, [shown])
+
+
 @runs(parties, "remove")
 @COLLABORATOR
 async def parties_remove(args: argparse.Namespace) -> None:
@@ -236,8 +428,8 @@ async def parties_fields(args: argparse.Namespace) -> None:
     by_id = _by_id(values, "--value")
     _ids_only(
         by_id,
-        "a field must be given by its id (each field's id is in "
-        "`contractsdk parties list CONTRACT_ID --json`)",
+        "a field must be given by its id (`contractsdk parties identity-fields "
+        "TEMPLATE_ID --party COLLABORATOR_ID` shows each field's id)",
     )
     async with make_client(args) as client:
         collaborator = await client.collaborators.update_fields(args.collaborator_id, values=by_id)

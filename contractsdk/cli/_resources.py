@@ -16,6 +16,7 @@ from contractsdk._client import ContractClient
 from contractsdk._config import ENV_VARS, Environment, environment_from_env
 from contractsdk._credentials import ClientCredentials
 from contractsdk._exceptions import ConfigurationError
+from contractsdk._redact import scrub
 from contractsdk.cli._app import argument, cli, numeric_id, require, runs
 from contractsdk.cli._output import (
     console,
@@ -387,11 +388,23 @@ async def contracts_get(args: argparse.Namespace) -> None:
     help="The user creating it.",
 )
 @click.option(
+    "--source-contract",
+    type=numeric_id,
+    metavar="CONTRACT_ID",
+    help="Make it a copy of this contract (of the same --template), values and all.",
+)
+@click.option(
     "--idempotency-key",
     help="Your own Idempotency-Key (a create repeated is made once where keys are honoured).",
 )
 async def contracts_create(args: argparse.Namespace) -> None:
-    """Create a contract, checking its values first."""
+    """Create a contract, checking its values first.
+
+    With --source-contract it is a copy of that contract: it takes the source's values,
+    and the values given replace theirs (checked with the source's, which are read when a
+    nested term comes without its ancestors, or with --require-all). The copy shown is
+    read back, with the values it took.
+    """
     values = _parse_values(args)
     async with make_client(args) as client:
         contract = await client.contracts.create(
@@ -400,6 +413,7 @@ async def contracts_create(args: argparse.Namespace) -> None:
             created_by=args.created_by,
             values=values,
             require_all=args.require_all,
+            source_contract=args.source_contract,
             idempotency_key=args.idempotency_key,
         )
     _show_contract(args, contract)
@@ -450,11 +464,33 @@ async def contracts_pdf(args: argparse.Namespace) -> None:
     """Download a contract as PDF."""
     async with make_client(args) as client:
         pdf = await client.contracts.download_pdf(args.contract_id)
-    output = args.output or f"contract-{args.contract_id}.pdf"
+    await _write_document(args, pdf, "pdf")
+
+
+@runs(contracts, "html")
+@CONTRACT_ID
+@click.option(
+    "-o",
+    "--output",
+    metavar="FILE",
+    help="The file to write (default contract-<id>.html; - for stdout).",
+)
+async def contracts_html(args: argparse.Namespace) -> None:
+    """Download a contract as HTML (written in UTF-8)."""
+    async with make_client(args) as client:
+        page = await client.contracts.download_html(args.contract_id)
+    # Text, so scrubbed as all the CLI prints is: a value that echoes the key shows as
+    # [redacted], in the file too.
+    await _write_document(args, scrub(page).encode("utf-8"), "html")
+
+
+async def _write_document(args: argparse.Namespace, document: bytes, suffix: str) -> None:
+    """Write a downloaded document to ``--output`` (default ``contract-<id>.SUFFIX``; - stdout)."""
+    output = args.output or f"contract-{args.contract_id}.{suffix}"
     if output == "-":
-        sys.stdout.buffer.write(pdf)
+        sys.stdout.buffer.write(document)
         return
-    await write_file(Path(output), pdf)
+    await write_file(Path(output), document)
     if _json(args):
-        return dump_json({"contract_id": args.contract_id, "file": output, "bytes": len(pdf)})
-    click.echo(f"wrote {len(pdf):,} bytes to {output}")
+        return dump_json({"contract_id": args.contract_id, "file": output, "bytes": len(document)})
+    click.echo(f"wrote {len(document):,} bytes to {output}")

@@ -91,7 +91,10 @@ class Contracts(Resource):
         kept by the client) with the exclusive-option rule; nothing is sent when they fail.
         The answer is a Link, so the returned contract holds the id and the values sent;
         call :meth:`get` for the service's dates. A copy (``source_contract``) is read
-        back: it also holds the source's values, which were not sent.
+        back: it also holds the source's values, which were not sent. Its values are
+        checked with the source's where they must be (as :meth:`update` checks with the
+        contract's): a nested term given without all of its ancestors, or ``require_all``;
+        the source is read for that.
 
         Args:
             team_id: The team that will hold the contract; ``created_by`` must be its owner
@@ -169,8 +172,13 @@ class Contracts(Resource):
         creator = parse_id(created_by, "created_by")
         if checked is None:
             terms = await self._client._term_set(template)
+            values = {} if values is None else values
+            stored: tuple[ContractField, ...] = ()
+            if source_contract is not None and (require_all or terms._needs_stored(values)):
+                # A copy holds its source's values too: checked with them, as an update is.
+                stored = (await self.get(source_contract)).fields
             # One check gives both forms: the nested fields to send, the flat ones to keep.
-            checked = terms.check({} if values is None else values, require_all=require_all)
+            checked = terms.check(values, require_all=require_all, stored=stored)
         body: dict[str, Any] = {
             "created_by_user_id": creator,
             "template_id": template,

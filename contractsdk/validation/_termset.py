@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, overload
 
+import attrs
+
 from contractsdk._values import UnsendableValueError, to_wire_value
 from contractsdk.models._models import ContractField, Term
 from contractsdk.validation import _payload, _rules
@@ -168,6 +170,7 @@ class TermSet(Sequence["Term"]):
         require_all: bool = False,
         date_format: str | None = None,
         datetime_format: str | None = None,
+        stored: Sequence[ContractField] = (),
     ) -> CheckedValues:
         """Validate flat values and return them in every form the service uses.
 
@@ -179,6 +182,9 @@ class TermSet(Sequence["Term"]):
             require_all: As for :meth:`validate`.
             date_format: As for :meth:`validate`.
             datetime_format: As for :meth:`validate`.
+            stored: As for :meth:`validate`: ``.fields`` is then what to send (as
+                :meth:`build_fields` with ``stored``), and ``.by_name`` and ``.flat`` what
+                the contract holds afterwards.
 
         Returns:
             The checked values: ``.by_name`` (as :meth:`validate` returns), ``.fields`` (as
@@ -188,9 +194,13 @@ class TermSet(Sequence["Term"]):
             TermValidationError: If anything is wrong; ``.problems`` lists every problem.
         """
         by_name, applied = _rules.check(
-            self._tree, values, require_all, date_format, datetime_format
+            self._tree, values, require_all, date_format, datetime_format, stored
         )
-        return _payload.build_checked(by_name, applied)
+        checked = _payload.build_checked(by_name, applied)
+        if stored:
+            sent = _payload.build_fields(self._given_and_ancestors(applied, values))
+            checked = attrs.evolve(checked, fields=sent)
+        return checked
 
     def build_fields(
         self,
