@@ -355,6 +355,20 @@ async def test_contracts_html_shows_no_key_the_page_echoes(
         assert "<title>[redacted]</title>" in page
 
 
+async def test_contracts_pdf_shows_no_key_the_document_echoes(
+    server: SandboxServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The PDF too: a contract named with the command's key has [redacted] in its place."""
+    contract = str((await new_contract(server, capsys, f"contract_name={server.api_key}"))["id"])
+    async with ContractClient(api_key=server.api_key, base_url=server.url) as client:
+        assert server.api_key.encode() in await client.contracts.download_pdf(contract)
+    target = tmp_path / "contract.pdf"
+    assert await cli(server, "contracts", "pdf", contract, "-o", str(target)) == 0
+    pdf = target.read_bytes()
+    assert pdf.startswith(b"%PDF-") and server.api_key.encode() not in pdf
+    assert b"[redacted]" in pdf
+
+
 async def test_contracts_html_refuses_a_bad_id_before_sending(
     server: SandboxServer, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -16,7 +16,7 @@ from contractsdk._client import ContractClient
 from contractsdk._config import ENV_VARS, Environment, environment_from_env
 from contractsdk._credentials import ClientCredentials
 from contractsdk._exceptions import ConfigurationError
-from contractsdk._redact import scrub
+from contractsdk._redact import scrub, scrub_bytes
 from contractsdk.cli._app import argument, cli, numeric_id, require, runs
 from contractsdk.cli._output import (
     console,
@@ -464,7 +464,8 @@ async def contracts_pdf(args: argparse.Namespace) -> None:
     """Download a contract as PDF."""
     async with make_client(args) as client:
         pdf = await client.contracts.download_pdf(args.contract_id)
-    await _write_document(args, pdf, "pdf")
+    # As the HTML page: a key the document echoes does not reach the file or the terminal.
+    await _write_document(args, scrub_bytes(pdf), "pdf")
 
 
 @runs(contracts, "html")
