@@ -361,7 +361,7 @@ async def test_contracts_pdf_shows_no_key_the_document_echoes(
     """The PDF too: a contract named with the command's key has [redacted] in its place."""
     contract = str((await new_contract(server, capsys, f"contract_name={server.api_key}"))["id"])
     async with ContractClient(api_key=server.api_key, base_url=server.url) as client:
-        assert server.api_key.encode() in await client.contracts.download_pdf(contract)
+        assert server.api_key.encode() in await client.contracts.download_pdf(int(contract))
     target = tmp_path / "contract.pdf"
     assert await cli(server, "contracts", "pdf", contract, "-o", str(target)) == 0
     pdf = target.read_bytes()
