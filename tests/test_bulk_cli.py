@@ -153,15 +153,24 @@ async def test_rows_a_stopped_create_never_read_are_not_left_to_retry(
     assert await cli(server, "bulk", "status", str(journal), "--json") == 0
     assert json.loads(capsys.readouterr().out)["unread"] == 600 - held
 
-    # The retry sends the rows the journal holds, and says the job is not done.
-    assert await cli(server, "bulk", "retry", str(journal), "-q") == 1
+    # The retry sends the rows the journal holds, and says the job is not done: on
+    # stderr, or with --json in its JSON (which said nothing of it, and exited 1).
+    with monkeypatch.context() as patch:
+        patch.setattr(Run, "emit", stop_after_three)
+        assert await cli(server, "bulk", "retry", str(journal), "-q") == 1
     err = capsys.readouterr().err
     assert f"next: {600 - held} rows of rows.csv never read" in err
     assert "run `bulk create` again" in err
+    assert await cli(server, "bulk", "retry", str(journal), "-q", "--json") == 1
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["summary"]["created"] > 0
+    assert shown["unread"] == 600 - held and "never read" in shown["next"]
     assert len(await names_in(server, 500)) == held
     # With nothing left to retry, it says so again, and still exits 1.
     assert await cli(server, "bulk", "retry", str(journal), "-q") == 1
     assert "never read" in capsys.readouterr().err
+    assert await cli(server, "bulk", "retry", str(journal), "-q", "--json") == 1
+    assert json.loads(capsys.readouterr().out)["unread"] == 600 - held
 
     assert await cli(server, *args) == 0
     assert (await read_status(journal)).unread == 0

@@ -166,15 +166,31 @@ async def _drive(job: BulkJob, args: argparse.Namespace, *, retry: bool) -> int:
     assert summary is not None
     if not retry and not interrupts["signal"]:
         _say_if_no_rows(args, summary.rows)
-    show_summary(args, summary, listed, more=_more(problems - len(listed), args, job.journal))
+    # A retry sends the journal's rows: rows of the file past where a stopped `bulk
+    # create` left off are not in it, and the job is not done until that runs again.
+    unread = await _unread(job) if retry and not interrupts["signal"] else None
+    more = _more(problems - len(listed), args, job.journal)
+    show_summary(args, summary, listed, more=more, unread=unread)
     report_failed = report is not None and report.error is not None
     if not getattr(args, "json", False) and not report_failed:  # that error says what next
         _say_what_is_next(summary, job.journal, existing=existing)
+        if unread is not None:
+            click.echo(f"next: {unread[1]}", err=True)
     if interrupts["signal"]:
         return 128 + interrupts["signal"]  # 130 for Ctrl-C, 143 for SIGTERM
     if report_failed:
         return 2  # as for a report that cannot be opened
-    return _exit_code(summary)
+    code = _exit_code(summary)
+    return code if unread is None or code in (1, 2) else 1
+
+
+async def _unread(job: BulkJob) -> tuple[int | None, str] | None:
+    """Rows of the input a stopped `bulk create` never read: their count and advice, or None."""
+    if job.journal is None:
+        return None
+    status = await read_status(job.journal, limit=0)
+    advice = unread_advice(status)
+    return None if advice is None else (status.unread, advice)
 
 
 def _checking(retry: bool) -> str:
@@ -661,24 +677,7 @@ async def bulk_retry(args: argparse.Namespace) -> int:
         nothing = await _nothing_to_retry(args, job)
         if nothing is not None:
             return nothing
-        code = await _drive(job, args, retry=True)
-        return await _say_if_unread(args, code)
-
-
-async def _say_if_unread(args: argparse.Namespace, code: int) -> int:
-    """After a retry: rows of the input a stopped `bulk create` never read (exit 1), if any.
-
-    A retry sends the journal's rows; rows the file has past where the last `bulk create`
-    stopped are not in it, and the job is not done until that command runs again.
-    """
-    if code >= 128:  # interrupted: the retry's own stop is what the user hears of
-        return code
-    advice = unread_advice(await read_status(args.journal, limit=0))
-    if advice is None:
-        return code
-    if not getattr(args, "json", False):
-        click.echo(f"next: {advice}", err=True)
-    return code if code in (1, 2) else 1
+        return await _drive(job, args, retry=True)
 
 
 async def _nothing_to_retry(args: argparse.Namespace, job: BulkJob) -> int | None:
@@ -715,7 +714,8 @@ async def _nothing_to_retry(args: argparse.Namespace, job: BulkJob) -> int | Non
         why = f"no row failed, is unknown{lacks} or was not sent ({', '.join(counted)})"
     click.echo(f"nothing to retry: {why}", err=True)
     if getattr(args, "json", False):
-        show_summary(args, BulkSummary(job_id=job.job_id, run=0), [])
+        left = None if unread is None else (status.unread, unread)
+        show_summary(args, BulkSummary(job_id=job.job_id, run=0), [], unread=left)
     else:
         again = "run `contractsdk bulk create` again with the same options"
         if to_fix:

@@ -80,13 +80,23 @@ def show_summary(
     listed: list[RowOutcome],
     *,
     more: str | None = None,
+    unread: tuple[int | None, str] | None = None,
 ) -> None:
     """Print a run's summary, after the rows it lists (failed, invalid, unknown, incomplete).
 
     ``more`` is the line that says how many rows the list leaves out (:func:`more_line`).
+    ``unread``: after a retry, the rows of the input no run read (their count, None when
+    not counted) and what to do (:func:`unread_advice`); in JSON ``"unread"`` and
+    ``"next"`` (the table's caller says it on stderr).
     """
     if getattr(args, "json", False):
-        dump_json({"summary": summary.to_json(), "problems": [o.to_json() for o in listed]})
+        shown: dict[str, Any] = {
+            "summary": summary.to_json(),
+            "problems": [o.to_json() for o in listed],
+        }
+        if unread is not None:
+            shown["unread"], shown["next"] = unread
+        dump_json(shown)
         return
     if listed:
         print_table(
