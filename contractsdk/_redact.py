@@ -162,12 +162,18 @@ def _without_partial(text: str) -> str:
     return text
 
 
-def scrub_bytes(content: bytes) -> bytes:
-    """Return ``content`` with every registered secret (as UTF-8) replaced."""
+def scrub_bytes(content: bytes, *, keep_length: bool = False) -> bytes:
+    """Return ``content`` with every registered secret (as UTF-8) replaced.
+
+    ``keep_length``: by as many ``*`` as it has bytes, not ``[redacted]``, so that a
+    file that records byte offsets (a PDF's cross-reference table, its streams'
+    ``/Length``) stays whole.
+    """
     if not content or not _LIVE:
         return content
     for secret in _forms():
         encoded = secret.encode("utf-8", "surrogatepass")
         if encoded in content:
-            content = content.replace(encoded, REDACTED.encode())
+            mask = b"*" * len(encoded) if keep_length else REDACTED.encode()
+            content = content.replace(encoded, mask)
     return content

@@ -115,6 +115,30 @@ async def test_identity_fields_show_the_emulator_s_ids_labels_options_and_flags(
     assert as_json[0]["label"] == walked[0].label and "raw" not in as_json[0]
 
 
+async def test_identity_fields_of_both_sides_say_which_side_each_is_for(
+    server: SandboxServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--side both: each side's fields apart (the service's answer does not say the side)."""
+    async with ContractClient(api_key=server.api_key, base_url=server.url) as client:
+        first = await client.identity_fields.list(
+            TENANCY_TEMPLATE, roles=[Role.PARTY], side=Side.FIRST
+        )
+        second = await client.identity_fields.list(
+            TENANCY_TEMPLATE, roles=[Role.PARTY], side=Side.SECOND
+        )
+    both = ["--role", "party", "--side", "both"]
+    assert await cli(server, *FIELDS, *both) == 0
+    out = capsys.readouterr().out
+    mine, theirs = out.split("second side:\n")
+    assert mine.startswith("first side:\n")
+    assert all(f"(id {field.id})" in mine for _path, field in first.walk())
+    assert all(f"(id {field.id})" in theirs for _path, field in second.walk())
+    assert await cli(server, "--json", *FIELDS, *both) == 0
+    as_json = json.loads(capsys.readouterr().out)
+    assert list(as_json) == ["first", "second"]
+    assert list(field_ids(as_json["second"])) == [field.id for _path, field in second.walk()]
+
+
 async def test_identity_fields_of_a_party_show_its_values_by_the_ids_parties_fields_takes(
     server: SandboxServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -366,7 +390,14 @@ async def test_contracts_pdf_shows_no_key_the_document_echoes(
     assert await cli(server, "contracts", "pdf", contract, "-o", str(target)) == 0
     pdf = target.read_bytes()
     assert pdf.startswith(b"%PDF-") and server.api_key.encode() not in pdf
-    assert b"[redacted]" in pdf
+    assert b"*" * len(server.api_key) in pdf
+    # Masked byte for byte: the cross-reference table and the stream lengths still hold.
+    at = int(pdf.rsplit(b"startxref", 1)[1].split()[0])
+    assert pdf[at:].startswith(b"xref")
+    streams = re.findall(rb"/Length (\d+)\s*>>\s*stream\r?\n(.*?)\r?\nendstream", pdf, re.S)
+    assert streams
+    for length, body in streams:
+        assert int(length) == len(body)
 
 
 async def test_contracts_html_refuses_a_bad_id_before_sending(

@@ -12,7 +12,7 @@ from contractsdk import TermValidationError
 from contractsdk.models import ContractField, Term
 from contractsdk.resources.contracts import flatten_fields
 from contractsdk.validation import TermSet, values_from_fields
-from tests._termkit import terms_fixture  # noqa: F401  # the fixture `terms`
+from tests._termkit import choice, option, terms_fixture, text  # noqa: F401  # the fixture `terms`
 
 # -- Building the payload -------------------------------------------------------------------
 
@@ -252,3 +252,66 @@ def test_update_stored_value_by_id_reaches_only_its_own_place(terms: TermSet) ->
     assert terms.validate({"contract_letType": "bedsit"}, stored=stored) == {
         "contract_letType": "bedsit"
     }
+
+
+def test_update_does_not_call_a_stored_value_given(terms: TermSet) -> None:
+    """A term under another option than the stored one: inapplicable, not two options given."""
+    stored = stored_fields(terms, {"contract_letType": "hmo", "contract_room": "Room 2"})
+    with pytest.raises(TermValidationError) as caught:
+        terms.build_fields({"contract_soleRules": "no smoking"}, stored=stored)
+    [problem] = caught.value.problems
+    assert problem.kind == "inapplicable"
+    assert problem.message == "applies only when contract_letType=sole (contract_letType is 'hmo')"
+
+
+def test_update_over_a_stored_option_the_template_no_longer_has(terms: TermSet) -> None:
+    """A stored choice that is not an option is no choice: said as it is, missing if required."""
+    stored = (ContractField(id=2, name="contract_rentFrequency", value="fortnight"),)
+    with pytest.raises(TermValidationError, match="is 'fortnight', which is not an option"):
+        terms.build_fields({"contract_breakClause": "breakClauseNo"}, stored=stored)
+    with pytest.raises(TermValidationError) as caught:
+        terms.validate({"contract_name": "Lease"}, stored=stored, require_all=True)
+    assert "contract_rentFrequency" in {
+        p.term for p in caught.value.problems if p.kind == "missing"
+    }
+
+
+def test_update_finds_stored_values_by_name_whatever_their_ids(terms: TermSet) -> None:
+    """The service's stored field ids need not be its term ids: a name found once is enough."""
+    stored = (
+        ContractField(id=9002, name="contract_rentFrequency", value="month"),
+        ContractField(id=9003, name="contract_breakClause", value="breakClauseYes"),
+    )
+    fields = terms.build_fields({"contract_breakClauseStart": "3 months"}, stored=stored)
+    assert [(f["name"], f["value"]) for f in fields] == [("contract_rentFrequency", "month")]
+    assert fields[0]["nested_fields"][0]["nested_fields"][0]["value"] == "3 months"
+
+
+def test_update_of_a_name_at_two_places_that_apply_together() -> None:
+    """Each place keeps its own stored value; a value given by id goes to its place alone."""
+    terms = TermSet(
+        [
+            text(1, "contract_name"),
+            choice(2, "contract_pets", option("petsYes", text(21, "contract_note")), option("no")),
+            choice(3, "contract_garden", option("gardenYes", text(22, "contract_note"))),
+        ],
+        template_id=1,
+    )
+    stored = terms.check(
+        {
+            "contract_name": "n",
+            "contract_pets": "petsYes",
+            "contract_garden": "gardenYes",
+            "contract_note": "the same",
+        }
+    ).flat
+    # Neither place is missing: each has its stored value.
+    terms.validate({"contract_name": "m"}, stored=stored, require_all=True)
+    assert terms.build_fields({21: "a cat"}, stored=stored) == [
+        {
+            "id": 2,
+            "name": "contract_pets",
+            "value": "petsYes",
+            "nested_fields": [{"id": 21, "name": "contract_note", "value": "a cat"}],
+        }
+    ]

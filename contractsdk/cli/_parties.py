@@ -207,7 +207,8 @@ async def parties_list(args: argparse.Namespace) -> None:
 @click.option(
     "--side",
     type=click.Choice(FIELD_SIDES),
-    help="The side whose fields to show (both: either side's; with --party: default its side).",
+    help="The side whose fields to show (both: each side's, apart; with --party: default "
+    "its side).",
 )
 @click.option(
     "--party",
@@ -230,6 +231,22 @@ async def parties_identity_fields(args: argparse.Namespace) -> None:
         "to show a party's fields",
     )
     async with make_client(args) as client:
+        if args.party is None and args.side == Side.BOTH.value:
+            # The service's answer for both sides does not say which side a field is
+            # for: each side's fields are read, and shown, apart.
+            sides = {
+                side: list(
+                    await client.identity_fields.list(
+                        args.template_id, roles=list(args.role), side=side
+                    )
+                )
+                for side in SIDES
+            }
+            if args.json:
+                return dump_json(sides)
+            return say(
+                "\n\n".join(f"{side} side:\n{_field_tree(shown)}" for side, shown in sides.items())
+            )
         if args.party is None:
             fields = await client.identity_fields.list(
                 args.template_id, roles=list(args.role), side=args.side

@@ -176,7 +176,8 @@ class Contracts(Resource):
             stored: tuple[ContractField, ...] = ()
             if source_contract is not None and (require_all or terms._needs_stored(values)):
                 # A copy holds its source's values too: checked with them, as an update is.
-                stored = (await self.get(source_contract)).fields
+                source = parse_id(source_contract, "source_contract")
+                stored = (await self.get(source)).fields
             # One check gives both forms: the nested fields to send, the flat ones to keep.
             checked = terms.check(values, require_all=require_all, stored=stored)
         body: dict[str, Any] = {
@@ -227,7 +228,8 @@ class Contracts(Resource):
     ) -> Contract:
         """Change a contract's values and return the contract.
 
-        The service merges the values into those the contract holds. Its contract JSON
+        The service merges the values into those the contract holds (inferred: its
+        documentation does not say; the emulator does). Its contract JSON
         does not name its template, so the values are checked against the terms only when
         you give ``template_id``; then each nested answer is sent under its chosen option,
         as on create. A nested term may be changed alone: where ``values`` leave out an

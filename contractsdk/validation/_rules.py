@@ -157,7 +157,7 @@ def check(
     result: dict[str, str] = {}
     applied: list[tuple[TermPlace, str]] = []
     rejected: dict[str, TermPlace] = {}  # applicable, but the value is not an option
-    kept = _stored_values(stored, given) if stored else None
+    kept = _stored_values(stored) if stored else None
     stack = list(tree.top_reversed)
     pop, push = stack.pop, stack.extend
     while stack:
@@ -167,13 +167,13 @@ def check(
         if value is None or (
             by_id_only and name in by_id_only and place.id not in by_id_only[name]
         ):
-            value = None if kept is None else _stored_value(kept, place)
+            value = None if kept is None else _stored_value(tree, kept, place)
+            if place.pushed is not None and value is not None and value not in place.pushed:
+                value = None  # a stored option the template no longer has: no choice made
             if value is None:
                 if require_all and name not in unusable:
                     problems.append((place.index, _missing(place)))
                 continue
-            if place.pushed is not None and value not in place.pushed:
-                continue  # a stored option the template no longer has: not the caller's
         if place.pushed is not None:
             nested = place.pushed.get(value)
             if nested is None:
@@ -193,9 +193,10 @@ def check(
         if leftovers:
             resolved = dict(rejected)
             for place, _value in applied:
-                resolved.setdefault(place.name, place)
+                if place.name in given:  # not a stored value: the caller did not give it
+                    resolved.setdefault(place.name, place)
             # With stored values, what an ancestor holds may be stored, not given.
-            chosen = {**result, **given} if kept else given
+            chosen = {**_first_values(kept), **result, **given} if kept else given
             problems.extend(
                 _explain_leftovers(tree, leftovers, chosen, by_id_only, result, resolved)
             )
@@ -206,23 +207,38 @@ def check(
     return result, applied
 
 
-def _stored_values(
-    stored: Sequence[ContractField], given: Mapping[str, str]
-) -> dict[str, tuple[int | None, str]]:
-    """``{name: (id, value)}`` of the stored values the given ones leave out."""
-    kept: dict[str, tuple[int | None, str]] = {}
+def _stored_values(stored: Sequence[ContractField]) -> dict[str, list[tuple[int | None, str]]]:
+    """``{name: [(id, value), ...]}`` of the values a contract holds."""
+    kept: dict[str, list[tuple[int | None, str]]] = {}
     for field in stored:
-        if field.name is not None and field.value and field.name not in given:
-            kept.setdefault(field.name, (field.id, field.value))
+        if field.name is not None and field.value:
+            kept.setdefault(field.name, []).append((field.id, field.value))
     return kept
 
 
-def _stored_value(kept: Mapping[str, tuple[int | None, str]], place: TermPlace) -> str | None:
-    """The stored value of ``place``: by its name, and by its id where the service sent one."""
+def _stored_value(
+    tree: TermTree, kept: Mapping[str, list[tuple[int | None, str]]], place: TermPlace
+) -> str | None:
+    """The stored value of ``place``, found by its name.
+
+    The id tells apart a name that stands at several places of the tree. Elsewhere it is
+    not needed, and not relied on: the service's documentation does not say that a stored
+    field's id is its term's (a term sent without one has none).
+    """
     found = kept.get(place.name)
-    if found is None or (found[0] is not None and found[0] != place.id):
+    if not found:
         return None
-    return found[1]
+    for stored_id, value in found:
+        if stored_id is not None and stored_id == place.id:
+            return value
+    if len(tree.keys.by_name[place.name]) == 1:
+        return found[0][1]
+    return None  # a name at several places, and no id to say which: no guess
+
+
+def _first_values(kept: Mapping[str, list[tuple[int | None, str]]]) -> dict[str, str]:
+    """A stored value per name, to say what an ancestor holds in a message."""
+    return {name: found[0][1] for name, found in kept.items()}
 
 
 def check_mapping(values: object, what: str = "values") -> None:

@@ -148,9 +148,11 @@ class TermSet(Sequence["Term"]):
                 (``datetime.isoformat()``).
             stored: For an update, the values the contract holds (:attr:`Contract.fields
                 <contractsdk.models.Contract.fields>`). A term that ``values`` leave out
-                keeps its stored value while it still applies under the options chosen
-                (the service drops the answers under an option that changes), so a nested
-                term may be changed alone, and ``require_all`` counts what is stored.
+                (or give as None) keeps its stored value while it still applies under the
+                options chosen (the emulator drops the answers under an option that
+                changes), so a nested term may be changed alone, and ``require_all``
+                counts what is stored. A stored value is found by its term's name; its id
+                only tells apart a name that stands at several places.
 
         Returns:
             ``{term name: value as string}`` for the terms that apply, in template order
@@ -269,11 +271,25 @@ class TermSet(Sequence["Term"]):
     def _given_and_ancestors(
         self, applied: list[tuple[TermPlace, str]], values: TermValues
     ) -> list[tuple[TermPlace, str]]:
-        """The checked pairs of the terms ``values`` gives, and of their ancestors."""
-        names = self._given_names(values)
+        """The checked pairs of the places ``values`` give, and of their ancestors.
+
+        A name given by id gives only the places with that id (as the check takes it);
+        the others of that name keep what is stored, and are not sent again.
+        """
+        resolve = self._tree.keys.resolve
+        by_name: set[str] = set()  # given by name: every place of it
+        by_id: set[int] = set()  # given by id: the places with that id
+        for key, raw in values.items():
+            places, term_id = resolve(key)
+            if raw is None or not places:
+                continue
+            if term_id is None:
+                by_name.add(places[0].name)
+            else:
+                by_id.add(term_id)
         sent: set[TermPlace] = set()
         for place, _value in applied:
-            if place.name in names:
+            if place.name in by_name or place.id in by_id:
                 sent.add(place)
                 sent.update(ancestor for ancestor, _option in place.conditions)
         return [(place, value) for place, value in applied if place in sent]
