@@ -405,24 +405,36 @@ class IdentityFieldSet(Sequence[IdentityField]):
     # -- Display --------------------------------------------------------------------------
 
     def tree(self) -> str:
-        """Render the fields as an indented text tree: id, label, flags, options.
+        """Render the fields as an indented text tree: id, label, flags, options, values.
+
+        Each field shows its name (its label when it has none; then the label after it, as
+        ``TermSet.tree`` shows a term's), its id and the service's flags (its validation
+        type, ``required``). Each option is a radio button ``( )``, with its nested fields
+        indented beneath it. The values the fields hold (a party's, read with
+        :meth:`IdentityFields.of_collaborator
+        <contractsdk.resources.identity_fields.IdentityFields.of_collaborator>`) are
+        shown: a chosen option ``(x)``, a text value after ``=``.
 
         Returns:
-            Lines joined by newlines; options are radio buttons ``( )``, their nested fields
-            indented beneath them.
+            Lines joined by newlines; ``(none)`` for a set without fields.
         """
 
         def describe(place: _Place) -> tuple[str, Sequence[str], str | None]:
             field = place.field
+            line = f"{place.name} (id {'-' if field.id is None else field.id})"
+            if field.label and field.label != place.name:
+                line += f": {field.label}"
             flags = [
                 flag for flag in (field.validation_type, field.required and "required") if flag
             ]
-            line = f"{place.name} (id {field.id})"
             if flags:
                 line += f" [{', '.join(str(flag) for flag in flags)}]"
-            return line, place.options, None
+            value = field.value or None  # the service sends "" for a field not filled in
+            if value is not None and value not in place.options:
+                line += f" = {value!r}" + (" (not an option)" if place.options else "")
+            return line, place.options, value
 
-        return render_tree(self._top, describe)
+        return render_tree(self._top, describe) or "(none)"
 
 
 def _problem(

@@ -22,9 +22,7 @@ from contractsdk._ids import parse_id
 from contractsdk.cli._app import argument, cli, numeric_id, require, runs
 from contractsdk.cli._output import dump_json, print_table, say
 from contractsdk.cli._resources import make_client, parse_pairs
-from contractsdk.models import Address, Collaborator, IdentityField, Role, Side
-from contractsdk.validation._render import render_tree
-from contractsdk.validation._tree import Node
+from contractsdk.models import Address, Collaborator, Role, Side
 
 __all__ = [
     "parties_add",
@@ -100,47 +98,6 @@ def _ids_only(values: dict[Any, str], why: str) -> None:
     if labels:
         named = ", ".join(repr(key) for key in labels)
         raise ConfigurationError(f"--value {named}: {why}")
-
-
-class _Shown(Node):
-    """An identity field's place in the tree ``parties identity-fields`` draws."""
-
-    __slots__ = ("field",)
-
-    def __init__(self, field: IdentityField, parent: _Shown | None, via: str | None) -> None:
-        super().__init__(field.label or field.name or "(no label)", parent, via)
-        self.field = field
-        self.children = {
-            option.name: tuple(_Shown(nested, self, option.name) for nested in option.nested_fields)
-            for option in field.options
-            if option.name is not None
-        }
-
-
-def _field_tree(fields: Sequence[IdentityField]) -> str:
-    """Draw identity fields as ``terms show`` draws terms, with the values they hold.
-
-    A field's line: its label, id (and name, when the service sends one besides the label),
-    the service's flags (validation type, required) and its value, if it has one. Each
-    option is a radio button beneath it, ``(x)`` when chosen, with the fields nested under
-    it indented beneath. ``IdentityFieldSet.tree()`` draws the same tree, but without
-    values, and names a field by its name where it has one, not by its label.
-    """
-
-    def describe(place: _Shown) -> tuple[str, Sequence[str], str | None]:
-        field = place.field
-        named = f", name {field.name}" if field.name and field.name != field.label else ""
-        line = f"{place.name} (id {'-' if field.id is None else field.id}{named})"
-        flags = [flag for flag in (field.validation_type, field.required and "required") if flag]
-        if flags:
-            line += f" [{', '.join(str(flag) for flag in flags)}]"
-        options = [option.name for option in field.options if option.name is not None]
-        value = field.value or None  # the service sends "" for a field not filled in
-        if value is not None and value not in options:
-            line += f" = {value!r}" + (" (not an option)" if options else "")
-        return line, options, value
-
-    return render_tree([_Shown(field, None, None) for field in fields], describe) or "(none)"
 
 
 def _address(items: Sequence[str], flag: str) -> dict[str, str] | None:
@@ -235,17 +192,15 @@ async def parties_identity_fields(args: argparse.Namespace) -> None:
             # The service's answer for both sides does not say which side a field is
             # for: each side's fields are read, and shown, apart.
             sides = {
-                side: list(
-                    await client.identity_fields.list(
-                        args.template_id, roles=list(args.role), side=side
-                    )
+                side: await client.identity_fields.list(
+                    args.template_id, roles=list(args.role), side=side
                 )
                 for side in SIDES
             }
             if args.json:
-                return dump_json(sides)
+                return dump_json({side: list(shown) for side, shown in sides.items()})
             return say(
-                "\n\n".join(f"{side} side:\n{_field_tree(shown)}" for side, shown in sides.items())
+                "\n\n".join(f"{side} side:\n{shown.tree()}" for side, shown in sides.items())
             )
         if args.party is None:
             fields = await client.identity_fields.list(
@@ -266,7 +221,7 @@ async def parties_identity_fields(args: argparse.Namespace) -> None:
             )
     if args.json:
         return dump_json(list(fields))
-    say(_field_tree(fields))
+    say(fields.tree())
 
 
 @runs(parties, "add")
