@@ -170,3 +170,24 @@ def test_shared_samples_read_as_identity_fields() -> None:
     fields = IdentityFieldSet(structure_list(landlord, IdentityField))
     email_field = fields.find("Email")
     assert email_field is not None and email_field.validation_type == "EMAIL"
+
+
+def test_tree_shows_the_values_the_fields_hold() -> None:
+    """A party's fields: a text value after =, a chosen option (x), a name then its label."""
+    tenant = json.loads(json.dumps(TENANT_FIELDS))  # the tenant sample, copied deep
+    tenant[0]["value"] = "Grace"
+    tenant[0]["name"] = "first_name"
+    tenant[5]["value"] = "guarantor"
+    tenant[5]["options"][1]["nested_fields"][0]["value"] = "Alan Turing"
+    lines = IdentityFieldSet(structure_list(tenant, IdentityField)).tree().splitlines()
+    assert lines[0] == "first_name (id 2112): First Name = 'Grace'"
+    assert lines[1] == "Last Name (id 2113)"  # not filled in: the service's "" is no value
+    assert lines[2] == "Email (id 2114) [EMAIL]"
+    at = lines.index("Are you a Tenant or Guarantor? (id 2121)")
+    assert lines[at + 1 : at + 5] == [
+        "  ( ) tenant",
+        "  (x) guarantor",
+        "      Please specify the name of the Tenant (id 2122) [required] = 'Alan Turing'",
+        "  ( ) other",
+    ]
+    assert IdentityFieldSet([]).tree() == "(none)"
