@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from contractsdk import ContractClient, PermissionDeniedError
+from contractsdk import BadRequestError, ContractClient, PermissionDeniedError
 from contractsdk.cli import INSTALL_HINT, main
 from contractsdk.cli._demo import _person_values
 from contractsdk.models import Role, Side
@@ -210,6 +210,10 @@ async def test_contracts_update_of_a_nested_term_alone(
     values = {f["name"]: f["value"] for f in json.loads(capsys.readouterr().out)["fields"]}
     assert values["contract_breakClauseStart"] == "3 months"
     assert values["contract_breakClause"] == "breakClauseYes"
+    # Without --template the value goes flat and the service refuses it: the error says
+    # what --template would do.
+    with pytest.raises(BadRequestError, match="with --template ID the values are checked"):
+        await cli(server, "contracts", "update", contract, "--value", "contract_breakClause=x")
 
 
 async def test_users_create_and_list(
