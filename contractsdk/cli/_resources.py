@@ -461,14 +461,19 @@ async def contracts_delete(args: argparse.Namespace) -> None:
     click.echo(f"deleted contract {args.contract_id}")
 
 
+def _output(suffix: str) -> Callable[[F], F]:
+    """``-o/--output FILE`` of a downloaded document (default ``contract-<id>.SUFFIX``)."""
+    return click.option(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help=f"The file to write (default contract-<id>.{suffix}; - for stdout).",
+    )
+
+
 @runs(contracts, "pdf")
 @CONTRACT_ID
-@click.option(
-    "-o",
-    "--output",
-    metavar="FILE",
-    help="The file to write (default contract-<id>.pdf; - for stdout).",
-)
+@_output("pdf")
 async def contracts_pdf(args: argparse.Namespace) -> None:
     """Download a contract as PDF."""
     async with make_client(args) as client:
@@ -481,12 +486,7 @@ async def contracts_pdf(args: argparse.Namespace) -> None:
 
 @runs(contracts, "html")
 @CONTRACT_ID
-@click.option(
-    "-o",
-    "--output",
-    metavar="FILE",
-    help="The file to write (default contract-<id>.html; - for stdout).",
-)
+@_output("html")
 async def contracts_html(args: argparse.Namespace) -> None:
     """Download a contract as HTML (written in UTF-8)."""
     async with make_client(args) as client:
