@@ -497,6 +497,7 @@ class ContractClient(Sender):
         # now (not when its turn would have come), and sends nothing.
         self._term_sets.cancel(error=client_closed)
         self.identity_fields._sets.cancel(error=client_closed)
+        self.templates._of_type.cancel(error=client_closed)
         if self._limiter is not None:
             self._limiter.close(client_closed)
         for sleeper in self._backoffs:
@@ -611,6 +612,8 @@ class ContractClient(Sender):
         contract type share those reads, but nothing is kept for later calls: where
         contracts are created often, find them once (:meth:`personal_team`,
         :meth:`Templates.latest`) and pass them, which leaves one request per contract.
+        A ``template_id`` given is checked to be one of the contract type's versions,
+        once per team, type and version for the client's life (one read).
 
         ``template_id`` also pins the version. Without it each call takes the newest, so a
         call repeated with the same ``idempotency_key`` after a new version is published
@@ -631,8 +634,9 @@ class ContractClient(Sender):
 
         Raises:
             TermValidationError: The values break the template's terms (nothing was sent).
-            ConfigurationError: A bad ``idempotency_key`` (nothing was sent), or the team or
-                template version to use came without an id.
+            ConfigurationError: A bad ``idempotency_key`` (nothing was sent), a
+                ``template_id`` that is not one of the contract type's versions, or the
+                team or template version to use came without an id.
         """
         if idempotency_key is not None:  # before the team and template are looked up
             check_idempotency_key(idempotency_key)
@@ -640,6 +644,8 @@ class ContractClient(Sender):
             team_id = await self._default_team(user_id)
         if template_id is None:
             template_id = await self._default_template(team_id, contract_type_id)
+        else:  # one of the contract type's, or the contract would be of another type
+            await self.templates._check_of_type(team_id, contract_type_id, template_id)
         return await self.contracts.create(
             team_id,
             template_id=template_id,
@@ -702,8 +708,9 @@ class ContractClient(Sender):
             IdentityValidationError: Parties' values break their identity fields; every
                 problem of every party is listed, each naming its party (nothing was
                 created).
-            ConfigurationError: A party's id, roles or side, or ``idempotency_key``, is wrong
-                (nothing was created).
+            ConfigurationError: A party's id, roles or side, or ``idempotency_key``, is wrong,
+                or ``template_id`` is not one of the contract type's versions (nothing was
+                created).
             PartiesIncompleteError: The contract was created but a party could not be added.
         """
         if idempotency_key is not None:
@@ -716,6 +723,8 @@ class ContractClient(Sender):
             team_id = await self._default_team(user_id)
         if template_id is None:
             template_id = await self._default_template(team_id, contract_type_id)
+        else:
+            await self.templates._check_of_type(team_id, contract_type_id, template_id)
         template = parse_id(template_id, "template_id")
         terms_broken: TermValidationError | None = None
         try:

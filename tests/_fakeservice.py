@@ -109,6 +109,11 @@ class FakeService:
             ("PATCH", r"/v1/teams/(\d+)", self.rename_team),
             ("GET", r"/v1/teams/(\d+)/contract-types", self.list_types),
             ("GET", r"/v1/teams/(\d+)/contract-types/(\d+)/templates", self.list_templates),
+            (
+                "GET",
+                r"/v1/teams/(\d+)/contract-types/(\d+)/templates/(\d+)",
+                self.get_template,
+            ),
             ("GET", r"/v1/templates/(\d+)/terms", self.list_terms),
             ("POST", r"/v1/teams/(\d+)/contracts", self.create_contract),
             ("GET", r"/v1/teams/(\d+)/contracts", self.list_contracts),
@@ -198,6 +203,14 @@ class FakeService:
 
     def list_templates(self, request: Request, team_id: int, type_id: int) -> Response:
         return json_response(200, self.TEMPLATES)
+
+    def get_template(
+        self, request: Request, team_id: int, type_id: int, template_id: int
+    ) -> Response:
+        for template in self.TEMPLATES:
+            if template["id"] == int(template_id):
+                return json_response(200, template)
+        return json_response(404, {"message": f"Template with id {template_id} not found"})
 
     def list_terms(self, request: Request, template_id: int) -> Response:
         return json_response(200, self.terms)

@@ -130,16 +130,40 @@ async def test_create_contract_whole_flow(client: ContractClient, service: FakeS
 async def test_create_contract_with_explicit_team_and_template(
     client: ContractClient, service: FakeService
 ) -> None:
-    """An explicit team and template are used as given, without looking them up."""
-    await client.create_contract(
-        user_id=7,
-        contract_type_id=service.TYPE_ID,
-        values={"contract_name": "x"},
-        team_id=service.OTHER_TEAM,
-        template_id=149,
-    )
+    """An explicit team and template are used as given, not looked up.
+
+    The template is checked to be of the contract type, once: a second create sends only
+    itself.
+    """
+    for _ in range(2):
+        await client.create_contract(
+            user_id=7,
+            contract_type_id=service.TYPE_ID,
+            values={"contract_name": "x"},
+            team_id=service.OTHER_TEAM,
+            template_id=149,
+        )
     assert not [r for r in service.requests if r.path.endswith(("/teams", "/templates"))]
+    checks = [r.path for r in service.requests if "/templates/" in r.path and "/teams/" in r.path]
+    assert checks == [
+        f"/v1/teams/{service.OTHER_TEAM}/contract-types/{service.TYPE_ID}/templates/149"
+    ]
     assert service.contracts[500]["team"] == service.OTHER_TEAM
+
+
+async def test_create_contract_refuses_a_template_of_another_type(
+    client: ContractClient, service: FakeService
+) -> None:
+    """A template version the contract type does not have: refused, nothing created."""
+    with pytest.raises(ConfigurationError, match="not one of contract type"):
+        await client.create_contract(
+            user_id=7,
+            contract_type_id=service.TYPE_ID,
+            values={"contract_name": "x"},
+            team_id=service.OTHER_TEAM,
+            template_id=200,
+        )
+    assert service.contracts == {}
 
 
 async def test_contract_id_from_location_header() -> None:

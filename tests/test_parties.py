@@ -191,8 +191,13 @@ async def test_create_company_checks_first(
 # -- the whole flow ------------------------------------------------------------------------
 
 
+#: The template version the flows name, read once to check it is of contract type 3.
+TEMPLATE_149 = "/v1/teams/70/contract-types/3/templates/149"
+
+
 def flow_routes(routes: Routes, *, fail_party: int | None = None) -> None:
     routes.on("GET", "/v1/templates/149/terms", json_response(200, TERMS))
+    routes.on("GET", TEMPLATE_149, json_response(200, {"id": 149, "version": "7"}))
     routes.on(
         "GET",
         "/v1/templates/149/fields",

@@ -180,6 +180,7 @@ async def _flow(routes: Routes, add: Any) -> PartiesIncompleteError:
     """Run a three-party flow through MockTransport whose adds ``add`` answers."""
     routes.on("GET", "/v1/templates/149/terms", json_response(200, [{"id": 1, "name": "n"}]))
     routes.on("GET", "/v1/templates/149/fields", json_response(200, TENANT_FIELDS))
+    routes.on("GET", "/v1/teams/70/contract-types/3/templates/149", json_response(200, {"id": 149}))
     routes.on("POST", "/v1/teams/70/contracts", created("contracts", 500))
     routes.on("POST", "/v1/contracts/500/collaborators", add)
     parties = [

@@ -7,7 +7,7 @@ import re
 import unicodedata
 from typing import TYPE_CHECKING
 
-from contractsdk._exceptions import NotFoundError
+from contractsdk._exceptions import ConfigurationError, NotFoundError
 from contractsdk._ids import parse_id
 from contractsdk._once import FetchedOnce
 from contractsdk.models import Template
@@ -60,6 +60,9 @@ class Templates(Resource):
         # later must be the one a later call finds, so with limit=0 each lookup is dropped
         # as it ends (FetchedOnce keeps a fetch under way, never a value past its limit).
         self._lookups: FetchedOnce[tuple[int, int], Template] = FetchedOnce(limit=0)
+        # Template versions found to be of a contract type, by (team, type, version): a
+        # version never changes its type, so each is asked once and kept.
+        self._of_type: FetchedOnce[tuple[int, int, int], Template] = FetchedOnce()
 
     def _path(self, team_id: Id, contract_type_id: Id) -> str:
         return (
@@ -99,6 +102,30 @@ class Templates(Resource):
         """
         key = (parse_id(team_id, "team_id"), parse_id(contract_type_id, "contract_type_id"))
         return await self._lookups.get(key, lambda: self.latest(*key))
+
+    async def _check_of_type(self, team_id: Id, contract_type_id: Id, template_id: Id) -> None:
+        """Refuse a template version that is not one of the contract type's.
+
+        One read per (team, contract type, version) for the client's life, shared by
+        concurrent callers: a version never changes its type.
+
+        Raises:
+            ConfigurationError: The service does not know the version under that type.
+        """
+        key = (
+            parse_id(team_id, "team_id"),
+            parse_id(contract_type_id, "contract_type_id"),
+            parse_id(template_id, "template_id"),
+        )
+        try:
+            await self._of_type.get(key, lambda: self.get(*key))
+        except NotFoundError as exc:
+            team, kind, version = key
+            raise ConfigurationError(
+                f"template version {version} is not one of contract type {kind} in team "
+                f"{team} (the service: {exc.message}); give a template_id of that type, or "
+                "none for its newest"
+            ) from exc
 
     async def get(self, team_id: Id, contract_type_id: Id, template_id: Id, /) -> Template:
         """Return one template version."""

@@ -8,6 +8,8 @@ Their typed errors and limits (signatures, write rate): test_party_errors_and_li
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from contractsdk import (
@@ -285,6 +287,33 @@ async def test_create_contract_with_parties_says_term_and_identity_problems_at_o
                 Party(user_id=landlord.id, roles=Role.PARTY, side=Side.FIRST, values={"Email": "x"})
             ],
         )
+
+
+async def test_a_template_of_another_contract_type_is_refused(
+    sandbox_server: SandboxServer, sandbox_client: ContractClient
+) -> None:
+    """contract_type_id says a tenancy, template_id is an NDA's: refused, nothing made.
+
+    The template won: the contract was made as an NDA (the new-user audit).
+    """
+    landlord = sandbox_server.users[0]
+    team = landlord.personal_team_id
+    kinds = await sandbox_client.contract_types.list(team)
+    tenancy = next(k for k in kinds if k.name == TENANCY)
+    other = next(k for k in kinds if k.name != TENANCY)
+    foreign = await sandbox_client.templates.latest(team, other.id)
+    given: dict[str, Any] = {
+        "user_id": landlord.id,
+        "contract_type_id": tenancy.id,
+        "template_id": foreign.id,
+        "values": {"contract_name": "Never made"},
+    }
+    refused = f"not one of contract type {tenancy.id}"
+    with pytest.raises(ConfigurationError, match=refused):
+        await sandbox_client.create_contract(**given)
+    with pytest.raises(ConfigurationError, match=refused):
+        await sandbox_client.create_contract_with_parties(**given, parties=[])
+    assert counters(sandbox_server)["contracts_created"] == 0
 
 
 # --- users ---------------------------------------------------------------------------------
