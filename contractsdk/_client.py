@@ -757,4 +757,6 @@ class ContractClient(Sender):
         collaborators = await self.collaborators._add_all(
             contract, prepared, template_id=template, idempotency_key=idempotency_key
         )
-        return ContractWithParties(contract=contract, collaborators=collaborators)
+        return ContractWithParties(
+            contract=contract, collaborators=collaborators, template_id=template
+        )

@@ -335,6 +335,16 @@ async def test_add_company_refuses_a_bad_input_before_sending(
     assert said in err
 
 
+async def test_add_company_refuses_a_second_role(
+    server: SandboxServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--role twice (as `parties add` takes it): refused; the last one won, silently."""
+    argv = ["parties", "add-company", "3332111581032244", "--name", "Acme Ltd"]
+    argv += ["--role", "party", "--role", "witness", "--side", "first", "--created-by", str(USER)]
+    err = await refused(server, capsys, *argv)
+    assert err == "error: --role given 2 times (party, witness): a company takes one role\n"
+
+
 # -- contracts html --------------------------------------------------------------------
 
 

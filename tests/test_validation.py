@@ -124,6 +124,18 @@ def test_unknown_term_suggests_a_close_name(
         assert problem.message == f"unknown term {key!r}"
 
 
+@pytest.mark.parametrize(
+    "key", ["How frequently will the rent be paid?", "how frequently  will the RENT be paid? "]
+)
+def test_a_term_s_label_given_for_its_name_says_whose_it_is(terms: TermSet, key: str) -> None:
+    """Identity fields take labels, terms do not: a label says which term it belongs to."""
+    problem = only_problem(terms, {key: "month"})
+    assert problem.kind == "unknown_term" and problem.suggestion == "contract_rentFrequency"
+    assert problem.message == (
+        f"unknown term {key!r}: that is the label of contract_rentFrequency; give its name"
+    )
+
+
 @pytest.mark.parametrize("key", [9999, "9999"])
 def test_unknown_id_is_refused(terms: TermSet, key: int | str) -> None:
     """An id (int or digit string) that no term has is an unknown_term."""

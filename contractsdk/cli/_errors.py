@@ -79,6 +79,11 @@ _REWORDINGS: Final = tuple(
             r"; give a key, or None for a new one per call$",
             "; give a key, or leave the option out for a new one per call",
         ),
+        # contracts update without --template, refused by the service (resources/contracts.py).
+        (
+            r"; with template_id= the values are checked first",
+            "; with --template ID the values are checked first",
+        ),
         # bulk create: a creator, team or contract type not found (bulk/_targets.py).
         (r"^(user [0-9]+, who is to create the contracts) \(created_by\)", r"\1 ({created_by})"),
         (r"^(team [0-9]+, where the contracts are to be made) \(team_id\)", r"\1 (--team)"),

@@ -299,6 +299,7 @@ async def parties_add(args: argparse.Namespace) -> None:
 @click.option(
     "--role",
     required=True,
+    multiple=True,  # taken to refuse a second: click keeps only the last of a plain option
     type=click.Choice(COMPANY_ROLES),
     help="Its role (one; a company cannot be party_with_signatory).",
 )
@@ -337,6 +338,10 @@ async def parties_add_company(args: argparse.Namespace) -> None:
     It is listed among the parties under its name, without a user or identity values.
     """
     require(bool(args.name.strip()), "--name is blank: a company needs a name")
+    require(
+        len(args.role) == 1,
+        f"--role given {len(args.role)} times ({', '.join(args.role)}): a company takes one role",
+    )
     office = _address(args.registered_office, "--registered-office")
     address = _address(args.address, "--address")
     async with make_client(args) as client:
@@ -344,7 +349,7 @@ async def parties_add_company(args: argparse.Namespace) -> None:
             args.contract_id,
             company_name=args.name,
             company_number=args.company_number,
-            role=args.role,
+            role=args.role[0],
             side=args.side,
             created_by=args.created_by,
             registered_office_address=office,

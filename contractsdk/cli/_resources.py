@@ -15,7 +15,7 @@ import click
 from contractsdk._client import ContractClient
 from contractsdk._config import ENV_VARS, Environment, environment_from_env
 from contractsdk._credentials import ClientCredentials
-from contractsdk._exceptions import BadRequestError, ConfigurationError
+from contractsdk._exceptions import ConfigurationError
 from contractsdk._redact import scrub, scrub_bytes
 from contractsdk.cli._app import argument, cli, numeric_id, require, runs
 from contractsdk.cli._output import (
@@ -432,21 +432,12 @@ async def contracts_update(args: argparse.Namespace) -> None:
         "--require-all needs --template: the terms to check the values against",
     )
     async with make_client(args) as client:
-        try:
-            contract = await client.contracts.update(
-                args.contract_id,
-                values=values,
-                template_id=args.template,
-                require_all=args.require_all,
-            )
-        except BadRequestError as exc:
-            if args.template is None:  # sent flat, unchecked: a nested term is refused so
-                exc.args = (
-                    f"{exc.message}; with --template ID the values are checked first, and a "
-                    "nested term is sent under its options (those the contract holds, if "
-                    "not given)",
-                )
-            raise
+        contract = await client.contracts.update(
+            args.contract_id,
+            values=values,
+            template_id=args.template,
+            require_all=args.require_all,
+        )
     _show_contract(args, contract)
 
 

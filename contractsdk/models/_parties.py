@@ -237,7 +237,10 @@ class ContractWithParties:
     Attributes:
         contract: The contract, as :meth:`Contracts.create` returns it.
         collaborators: One per party, in the order given.
+        template_id: The template version it was made from (the service's contract does
+            not name it; :meth:`Contracts.update` checks values against it).
     """
 
     contract: Contract
     collaborators: tuple[Collaborator, ...] = ()
+    template_id: int | None = None

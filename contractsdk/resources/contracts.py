@@ -10,6 +10,7 @@ import attrs
 
 from contractsdk._config import check_idempotency_key
 from contractsdk._exceptions import (
+    BadRequestError,
     ConfigurationError,
     ContractSDKError,
     ResponseValidationError,
@@ -263,7 +264,18 @@ class Contracts(Resource):
             fields = terms.build_fields(values, require_all=require_all, stored=stored)
         else:
             fields = unchecked_fields(values)
-        contract = await self._client._patch(f"/contracts/{number}", Contract, {"fields": fields})
+        try:
+            contract = await self._client._patch(
+                f"/contracts/{number}", Contract, {"fields": fields}
+            )
+        except BadRequestError as exc:
+            if template_id is None:  # sent flat and unchecked: a nested term is refused so
+                exc.args = (
+                    f"{exc.message}; with template_id= the values are checked first, and a "
+                    "nested term is sent under its options (those the contract holds, if "
+                    "not given)",
+                )
+            raise
         return contract if contract.id is not None else attrs.evolve(contract, id=number)
 
     async def delete(self, contract_id: Id, /) -> None:

@@ -21,7 +21,7 @@ import attrs
 
 from contractsdk._exceptions import ConfigurationError, TermValidationError
 from contractsdk._values import UnsendableValueError, to_wire_value
-from contractsdk.validation._tree import NAMELESS, TermPlace, TermTree, loose
+from contractsdk.validation._tree import NAMELESS, TermPlace, TermTree, fold, loose
 
 if TYPE_CHECKING:
     from contractsdk.models._models import ContractField
@@ -325,6 +325,12 @@ def _unknown(tree: TermTree, key: object, key_id: int | None) -> TermProblem:
         )
         return TermProblem(kind="unknown_term", path=shown, term=shown, message=message)
     if isinstance(key, str):
+        labelled = tree.label_names.get(fold(key))
+        if labelled is not None:
+            message = f"unknown term {key!r}: that is the label of {labelled}; give its name"
+            return TermProblem(
+                kind="unknown_term", path=key, term=key, message=message, suggestion=labelled
+            )
         suggestion = _suggest_name(tree, key)
         message = did_you_mean(f"unknown term {key!r}", suggestion)
         return TermProblem(

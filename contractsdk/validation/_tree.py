@@ -180,6 +180,11 @@ class TermTree:
         for name in self.names:
             self.loose_names.setdefault(loose(name), name)
             self.folded_names.setdefault(name.casefold(), name)
+        # A term's label given for its name (identity fields take labels, terms do not).
+        self.label_names: dict[str, str] = {}
+        for place in self.places:
+            if place.term.label and place.term.name is not None:
+                self.label_names.setdefault(fold(place.term.label), place.term.name)
         # A misspelt column in a bulk file repeats on every row; difflib is slow enough
         # (~0.3 ms over 90 names) to be worth remembering. Bounded; the only mutable state,
         # and a lost race only recomputes.

@@ -9,6 +9,7 @@ import pytest
 
 from contractsdk import (
     AuthenticationError,
+    BadRequestError,
     ClientCredentials,
     ContractClient,
     NotFoundError,
@@ -129,6 +130,10 @@ async def test_update_of_a_nested_term_alone(
             contract.id, values={"contract_breakClauseStart": "6 months"}, template_id=template.id
         )
     assert (await client.contracts.get(contract.id)).values == weekly.values
+    # Without template_id the value goes flat, and the service refuses a nested term so:
+    # the error says what template_id= would do.
+    with pytest.raises(BadRequestError, match="with template_id= the values are checked"):
+        await client.contracts.update(contract.id, values={"contract_breakClause": "x"})
 
 
 async def test_create_contract_in_one_call(

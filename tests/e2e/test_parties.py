@@ -208,8 +208,12 @@ async def test_create_contract_with_parties(
             ),
         ],
     )
-    assert made.contract.id is not None
+    assert made.contract.id is not None and made.template_id is not None
     assert (await sandbox_client.contracts.get(made.contract.id)).name == "Flat 4"
+    renamed = await sandbox_client.contracts.update(
+        made.contract.id, values={"contract_name": "Flat 4a"}, template_id=made.template_id
+    )
+    assert renamed.name == "Flat 4a"
     listed = await sandbox_client.collaborators.list(made.contract.id)
     assert [c.id for c in listed] == [c.id for c in made.collaborators]
     assert [(c.user_id, c.side) for c in listed] == [(landlord.id, "first"), (tenant.id, "second")]
