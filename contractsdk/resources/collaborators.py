@@ -335,13 +335,45 @@ class Collaborators(Resource):
             try:
                 fields = field_set.build(party.values, require_all=require_all)
             except IdentityValidationError as exc:
-                if index is None:
-                    raise
-                raise IdentityValidationError(
-                    [attrs.evolve(problem, party=index) for problem in exc.problems]
-                ) from None
+                problems = await self._other_side(exc.problems, template_id, roles, side)
+                if index is not None:
+                    problems = [attrs.evolve(problem, party=index) for problem in problems]
+                raise IdentityValidationError(problems) from None
         body["identityFields"] = fields
         return _Prepared(party, body)
+
+    async def _other_side(
+        self,
+        problems: Sequence[IdentityProblem],
+        template_id: int,
+        roles: Sequence[Role | str],
+        side: Side | str,
+    ) -> list[IdentityProblem]:
+        """Say of an unknown field that the other side fills it in, where it does.
+
+        A landlord's "Current address" (the tenant's field) was only "unknown"; the fields
+        of the other side are read for it (one read, on this error path only).
+        """
+        unknown = [problem for problem in problems if problem.kind == "unknown_field"]
+        other = {Side.FIRST.value: Side.SECOND, Side.SECOND.value: Side.FIRST}.get(str(side))
+        if not unknown or other is None:
+            return list(problems)
+        try:
+            theirs = await self._client.identity_fields.list(template_id, roles=roles, side=other)
+        except ContractSDKError:
+            return list(problems)  # the problems as they were: this was only a hint
+        said = []
+        for problem in problems:
+            found = theirs.find(problem.field) if problem.kind == "unknown_field" else None
+            if found is not None:
+                what = found.label or found.name or problem.field
+                problem = attrs.evolve(
+                    problem,
+                    message=f"{problem.message}; {what!r} (id {found.id}) is a field of the "
+                    f"{other.value} side, not the {Side(str(side)).value}",
+                )
+            said.append(problem)
+        return said
 
     async def _prepare_all(
         self, parties: Sequence[Party], *, template_id: Id, require_all: bool, inviter_id: Id

@@ -320,6 +320,48 @@ async def test_a_template_of_another_contract_type_is_refused(
     assert counters(sandbox_server)["contracts_created"] == 0
 
 
+async def test_a_field_of_the_other_side_is_said_to_be_theirs(
+    sandbox_server: SandboxServer, sandbox_client: ContractClient
+) -> None:
+    """A landlord given the tenant's field: unknown here, and the tenant's, it says.
+
+    The message was only "unknown identity field 'Current address'; did you mean
+    'Address'?", or for its id "no identity field has the id …" (the new-user audit).
+    """
+    landlord = sandbox_server.users[0]
+    team = landlord.personal_team_id
+    kind = next(k for k in await sandbox_client.contract_types.list(team) if k.name == TENANCY)
+    template = await sandbox_client.templates.latest(team, kind.id)
+    assert template.id is not None
+    theirs = await sandbox_client.identity_fields.list(
+        template.id, roles=[Role.PARTY], side=Side.SECOND
+    )
+    address = theirs.find("Current address")
+    assert address is not None and address.id is not None
+    for key in ("Current address", address.id):
+        with pytest.raises(IdentityValidationError) as caught:
+            await sandbox_client.create_contract_with_parties(
+                user_id=landlord.id,
+                contract_type_id=kind.id,
+                template_id=template.id,
+                values={"contract_name": "Never made"},
+                parties=[
+                    Party(
+                        user_id=landlord.id,
+                        roles=Role.PARTY,
+                        side=Side.FIRST,
+                        values={key: "1 High Street"},
+                    )
+                ],
+            )
+        [problem] = caught.value.problems
+        assert problem.kind == "unknown_field" and problem.party == 0
+        assert problem.message.endswith(
+            f"'Current address' (id {address.id}) is a field of the second side, not the first"
+        )
+    assert counters(sandbox_server)["contracts_created"] == 0
+
+
 # --- users ---------------------------------------------------------------------------------
 
 
