@@ -281,10 +281,17 @@ async def test_parties_lifecycle_and_signing(
     assert json.loads(capsys.readouterr().out)[0]["signed"] is True
 
 
-def test_sign_needs_one_source(capsys: pytest.CaptureFixture[str]) -> None:
-    """`sign` takes --image or --saved, exactly one (exit 2, nothing sent)."""
+def test_sign_needs_one_source(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`sign` takes --image or --saved, exactly one; a file not an image is named (exit 2)."""
     assert main(["sign", "5", "--api-key", "k"]) == 2
-    assert "--image FILE or --saved" in capsys.readouterr().err
+    assert "error: give one of --image FILE or --saved\n" in capsys.readouterr().err
+    text = tmp_path / "sig.txt"
+    text.write_text("not an image")
+    assert main(["sign", "5", "--image", str(text), "--saved", "--api-key", "k"]) == 2
+    assert "error: give --image FILE or --saved, not both\n" in capsys.readouterr().err
+    assert main(["sign", "5", "--image", str(text), "--api-key", "k"]) == 2
+    said = capsys.readouterr().err
+    assert f"a signature must be a PNG or JPEG image: {str(text)!r} is not one" in said
 
 
 def test_bulk_example_writes_the_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -165,12 +165,21 @@ async def test_identity_fields_of_a_party_show_its_values_by_the_ids_parties_fie
     assert await cli(server, *change) == 0
     capsys.readouterr()
     assert await cli(server, "--json", *FIELDS, "--party", party, *SECOND_PARTY) == 0
-    (choice,) = [f for f in json.loads(capsys.readouterr().out) if f["options"]]
+    out, err = capsys.readouterr()
+    assert err == ""  # the party's own side: no note
+    (choice,) = [f for f in json.loads(out) if f["options"]]
     assert choice["value"] == "guarantor"
     (guarantor,) = [o for o in choice["options"] if o["name"] == "guarantor"]
     assert [(f["id"], f["value"]) for f in guarantor["nested_fields"]] == [
         (int(tenant_name), "Ada Lovelace")
     ]
+    # --side of the other side: said, as every field would look empty.
+    assert await cli(server, *FIELDS, "--party", party, "--role", "party", "--side", "first") == 0
+    note = capsys.readouterr().err
+    assert note == (
+        f"note: party {party} is on the second side; these are the first side's fields, "
+        "which do not hold its values\n"
+    )
 
 
 @pytest.mark.parametrize(

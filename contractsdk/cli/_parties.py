@@ -207,14 +207,20 @@ async def parties_identity_fields(args: argparse.Namespace) -> None:
                 args.template_id, roles=list(args.role), side=args.side
             )
         else:
-            roles, side = list(args.role), args.side
+            party = await client.collaborators.get(args.party)
+            roles = list(args.role) or list(party.roles)
+            side: str | None = args.side or party.side
             if not roles or side is None:
-                party = await client.collaborators.get(args.party)
-                roles, side = roles or list(party.roles), side or party.side
-                require(
-                    bool(roles) and side is not None,
+                raise ConfigurationError(
                     f"the service did not say party {args.party}'s roles and side; "
-                    "give --role and --side",
+                    "give --role and --side"
+                )
+            if args.side is not None and party.side is not None and args.side != party.side:
+                # Its values are in its own side's fields: these would all look empty.
+                say(
+                    f"note: party {args.party} is on the {party.side} side; these are the "
+                    f"{args.side} side's fields, which do not hold its values",
+                    err=True,
                 )
             fields = await client.identity_fields.of_collaborator(
                 args.template_id, args.party, roles=roles, side=side
@@ -423,7 +429,9 @@ async def parties_fields(args: argparse.Namespace) -> None:
 @click.option("--saved", is_flag=True, help="Sign with the user's saved signature.")
 async def sign(args: argparse.Namespace) -> None:
     """Sign a contract as a party: with an image (PNG or JPEG), or the saved signature."""
-    if (args.image is None) == (not args.saved):
+    if args.image is not None and args.saved:
+        raise ConfigurationError("give --image FILE or --saved, not both")
+    if args.image is None and not args.saved:
         raise ConfigurationError("give one of --image FILE or --saved")
     async with make_client(args) as client:
         if args.saved:

@@ -170,7 +170,10 @@ def signature_image(signature: bytes | bytearray | memoryview | str | os.PathLik
     if len(data) > MAX_SIGNATURE_BYTES:
         raise ConfigurationError(_too_large(len(data)))
     if not data.startswith((_PNG, _JPEG)):
-        raise ConfigurationError("a signature must be a PNG or JPEG image")
+        named = (
+            f": {str(signature)!r} is not one" if isinstance(signature, str | os.PathLike) else ""
+        )
+        raise ConfigurationError(f"a signature must be a PNG or JPEG image{named}")
     return data
 
 
