@@ -55,3 +55,25 @@ def test_parties_fields_takes_ids_and_says_where_to_find_them(
         "error: --value 'First Name': a field must be given by its id (`contractsdk parties "
         "identity-fields TEMPLATE_ID --party COLLABORATOR_ID` shows each field's id)\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("role", "side"), [("landlord", "first"), ("Tenant", "second"), ("guarantor", "second")]
+)
+def test_a_party_s_own_word_for_its_role_is_answered_with_the_side(
+    capsys: pytest.CaptureFixture[str], role: str, side: str
+) -> None:
+    """--role landlord: not a role, and what is meant (--role party --side first)."""
+    argv = ["parties", "add", "5", "--user", "7", "--role", role, "--side", side]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    word = role.casefold()
+    assert f"{role!r} is not a role: a {word} is a party, on the {side} side" in err
+    assert f"(--role party --side {side})" in err
+
+
+def test_a_role_in_capitals_is_the_role(capsys: pytest.CaptureFixture[str]) -> None:
+    """--role Party is party: it gets past the option (here to the missing credential)."""
+    assert main(["parties", "add", "5", "--user", "7", "--role", "Party", "--side", "first"]) == 2
+    err = capsys.readouterr().err
+    assert "--role" not in err and "credential" in err.casefold()

@@ -11,8 +11,8 @@ without ``--template`` the values go unchecked and must be keyed by field id.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, TypeVar
 
 import attrs
 import click
@@ -131,12 +131,41 @@ COLLABORATOR = argument(
 )
 
 
+class _Roles(click.Choice[str]):
+    """The service's roles; a contract's own words for its parties get a hint.
+
+    A landlord and a tenant are not roles: each is a ``party``, and the side says which.
+    """
+
+    #: What a user types for a party, and the side that party is on.
+    SIDES_OF: ClassVar[Mapping[str, str]] = {
+        "landlord": "first",
+        "owner": "first",
+        "tenant": "second",
+        "guarantor": "second",
+    }
+
+    def __init__(self, choices: Sequence[str]) -> None:
+        super().__init__(choices, case_sensitive=False)  # "Party" is meant as "party"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        side = self.SIDES_OF.get(str(value).strip().casefold())
+        if side is not None and str(value) not in self.choices:
+            self.fail(
+                f"{value!r} is not a role: a {str(value).strip().casefold()} is a party, "
+                f"on the {side} side (--role party --side {side})",
+                param,
+                ctx,
+            )
+        return super().convert(value, param, ctx)
+
+
 def _role(choices: list[str]) -> Callable[[F], F]:
     return click.option(
         "--role",
         multiple=True,
         required=True,
-        type=click.Choice(choices),
+        type=_Roles(choices),
         help="A role; repeatable (at most two: 'collaborator' and one other).",
     )
 
@@ -158,7 +187,7 @@ async def parties_list(args: argparse.Namespace) -> None:
 @click.option(
     "--role",
     multiple=True,
-    type=click.Choice(ROLES),
+    type=_Roles(ROLES),
     help="A role whose fields to show; repeatable (with --party: default its roles).",
 )
 @click.option(
@@ -306,7 +335,7 @@ async def parties_add(args: argparse.Namespace) -> None:
     "--role",
     required=True,
     multiple=True,  # taken to refuse a second: click keeps only the last of a plain option
-    type=click.Choice(COMPANY_ROLES),
+    type=_Roles(COMPANY_ROLES),
     help="Its role (one; a company cannot be party_with_signatory).",
 )
 @click.option(
