@@ -323,6 +323,16 @@ async def test_a_company_added_is_a_party_of_the_contract(
         (
             ["--registered-office", "street=3 Mill Lane"],
             "error: --registered-office 'street': the keys are address_line_1, address_line_2, "
+            "locality, postal_code, country (did you mean 'street' → address_line_1?)\n",
+        ),
+        (
+            ["--address", "postcode=BA1 1AA"],
+            "error: --address 'postcode': the keys are address_line_1, address_line_2, "
+            "locality, postal_code, country (did you mean 'postcode' → postal_code?)\n",
+        ),
+        (
+            ["--address", "planet=Earth"],
+            "error: --address 'planet': the keys are address_line_1, address_line_2, "
             "locality, postal_code, country\n",
         ),
         (["--address", "Bath"], "error: --address takes KEY=VALUE, got 'Bath'\n"),

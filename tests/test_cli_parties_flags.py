@@ -77,3 +77,24 @@ def test_a_role_in_capitals_is_the_role(capsys: pytest.CaptureFixture[str]) -> N
     assert main(["parties", "add", "5", "--user", "7", "--role", "Party", "--side", "first"]) == 2
     err = capsys.readouterr().err
     assert "--role" not in err and "credential" in err.casefold()
+
+
+async def test_the_emulator_s_key_sent_elsewhere_is_noted(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An emulator key bound for the real sandbox: a note, the key never quoted."""
+    from contractsdk import ContractClient
+    from contractsdk.cli._resources import _note_emulator_key
+
+    key = "sandbox-key-0123456789abcdef"
+    async with (
+        ContractClient(api_key=key) as real,
+        ContractClient(api_key=key, base_url="http://127.0.0.1:8080") as local,
+    ):
+        _note_emulator_key(key, real)
+        note = capsys.readouterr().err
+        assert note.startswith("note: the API key looks like one of the embedded emulator's")
+        assert real.environment.base_url in note and key not in note
+        _note_emulator_key(key, local)  # the emulator's own address: nothing to say
+        _note_emulator_key("a-real-key", real)
+        assert capsys.readouterr().err == ""

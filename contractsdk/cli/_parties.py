@@ -23,6 +23,7 @@ from contractsdk.cli._app import argument, cli, numeric_id, require, runs
 from contractsdk.cli._output import dump_json, print_table, say
 from contractsdk.cli._resources import make_client, parse_pairs
 from contractsdk.models import Address, Collaborator, Role, Side
+from contractsdk.validation._rules import closest
 
 __all__ = [
     "parties_add",
@@ -50,6 +51,15 @@ FIELD_SIDES = [side.value for side in Side]
 COMPANY_ROLES = UPDATABLE_ROLES
 #: The keys of ``--registered-office`` and ``--address`` (an :class:`Address`'s fields).
 ADDRESS_KEYS = [field.name for field in attrs.fields(Address)]
+#: Those keys, and the words people use for them, for a did-you-mean.
+ADDRESS_SPELLINGS = {key: key for key in ADDRESS_KEYS} | {
+    "street": "address_line_1",
+    "line1": "address_line_1",
+    "line2": "address_line_2",
+    "city": "locality",
+    "town": "locality",
+    "zip": "postal_code",
+}
 
 
 def _show(args: argparse.Namespace, collaborators: list[Collaborator]) -> None:
@@ -110,7 +120,13 @@ def _address(items: Sequence[str], flag: str) -> dict[str, str] | None:
     unknown = [key for key in address if key not in ADDRESS_KEYS]
     if unknown:
         named = ", ".join(repr(key) for key in unknown)
-        raise ConfigurationError(f"{flag} {named}: the keys are {', '.join(ADDRESS_KEYS)}")
+        meant = [
+            f"{key!r} → {hit}"
+            for key in unknown
+            if (hit := closest(key, ADDRESS_SPELLINGS, str.casefold)) is not None
+        ]
+        hint = f" (did you mean {', '.join(meant)}?)" if meant else ""
+        raise ConfigurationError(f"{flag} {named}: the keys are {', '.join(ADDRESS_KEYS)}{hint}")
     return address or None
 
 

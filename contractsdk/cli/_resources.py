@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+import urllib.parse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -69,7 +70,33 @@ def make_client(args: argparse.Namespace, **options: Any) -> ContractClient:
         **options,
     )
     _note_base_url_from_env(args, client)
+    _note_emulator_key(api_key or os.environ.get(ENV_VARS["api_key"]), client)
     return client
+
+
+#: How the embedded emulator's API keys begin (`contractsdk sandbox` prints them).
+EMULATOR_KEY_PREFIX = "sandbox-key-"
+
+
+def _note_emulator_key(api_key: str | None, client: ContractClient) -> None:
+    """Say when the emulator's API key goes anywhere but a local address.
+
+    Its banner exports the key and the URL together; the key alone sent the requests to
+    the real sandbox, where they fail to connect or are refused, and nothing said why.
+    Never quotes the key.
+    """
+    if not api_key or not api_key.startswith(EMULATOR_KEY_PREFIX):
+        return
+    url = client.environment.base_url
+    host = (urllib.parse.urlsplit(url).hostname or "").lower()
+    if host in ("localhost", "::1") or host.startswith("127."):
+        return
+    say(
+        f"note: the API key looks like one of the embedded emulator's (`contractsdk sandbox`), but "
+        f"requests go to {url}; give --base-url (or export {ENV_VARS['base_url']}) as the "
+        "emulator printed it",
+        err=True,
+    )
 
 
 def _note_base_url_from_env(args: argparse.Namespace, client: ContractClient) -> None:
