@@ -89,6 +89,11 @@ def test_types_templates_and_terms(
     tenancy = kinds["Assured Shorthold Tenancy Agreement"]
     code, out, _ = run(capsys, "templates", "list", str(PERSONAL_TEAM), str(tenancy))
     assert code == 0 and re.search(rf"{TENANCY_TEMPLATE}\s+2\s+latest", out)
+    # By name, as `types list` shows it (case aside), as bulk create takes it.
+    named = "assured shorthold tenancy agreement"
+    assert run(capsys, "templates", "list", str(PERSONAL_TEAM), named)[:2] == (0, out)
+    code, _, err = run(capsys, "templates", "list", str(PERSONAL_TEAM), "Lease")
+    assert code == 2 and "has no contract type named 'Lease' (types: " in err
     code, out, _ = run(capsys, "terms", "show", str(TENANCY_TEMPLATE))
     assert code == 0
     assert "contract_rentFrequency" in out

@@ -18,6 +18,7 @@ from contractsdk._config import ENV_VARS, Environment, environment_from_env
 from contractsdk._credentials import ClientCredentials
 from contractsdk._exceptions import ConfigurationError
 from contractsdk._redact import scrub, scrub_bytes
+from contractsdk.bulk._targets import resolve_contract_type
 from contractsdk.cli._app import argument, cli, numeric_id, require, runs
 from contractsdk.cli._output import (
     console,
@@ -362,11 +363,13 @@ async def types_list(args: argparse.Namespace) -> None:
 
 @runs(templates, "list")
 @TEAM_ID
-@argument("contract_type_id", type=numeric_id, help="The contract type's id.")
+@argument("contract_type", help="The contract type's id, or its name (as `types list` shows it).")
 async def templates_list(args: argparse.Namespace) -> None:
     """List a contract type's template versions, newest first."""
     async with make_client(args) as client:
-        templates = await client.templates.list(args.team_id, args.contract_type_id)
+        # As bulk create takes it: an id, or a name among the team's types.
+        kind = await resolve_contract_type(client, args.contract_type, team_id=args.team_id)
+        templates = await client.templates.list(args.team_id, kind)
     if _json(args):
         return dump_json(templates)
     rows = [(t.id, t.version, "latest" if i == 0 else "") for i, t in enumerate(templates)]
