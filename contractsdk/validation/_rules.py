@@ -94,7 +94,8 @@ def check(
 
     ``stored``: the values a contract holds already, for an update. A term the values leave
     out keeps its stored value, where that still applies under the options chosen (the
-    service drops the answers under an option that changes): the values are checked with
+    emulator drops the answers under an option that changes, as the service is inferred
+    to, service-api.md §7): the values are checked with
     them, and a nested term may be given without its ancestors. Stored values that no
     longer apply are left out, never reported.
 
