@@ -104,10 +104,13 @@ def test_sandbox_help_names_itself(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_demo_refuses_json(capsys: pytest.CaptureFixture[str]) -> None:
-    """`demo --json` is a usage error (exit 2), not ignored."""
-    assert main(["demo", "--json"]) == 2
-    assert main(["--json", "demo"]) == 2
-    assert "no JSON output" in capsys.readouterr().err
+    """`demo --json` is a usage error (exit 2), not ignored, and says why either way round.
+
+    After the command it was "No such option: --json", though --json is a global option.
+    """
+    for argv in (["demo", "--json"], ["--json", "demo"], ["bulk", "example", "--json"]):
+        assert main(argv) == 2
+        assert "this command has no JSON output; leave out --json" in capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")

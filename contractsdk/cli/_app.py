@@ -238,10 +238,13 @@ def runs(
             return _invocation(handler, values, json_output=json_output)
 
         connection = _connection_options(hidden=True, json_output=json_output)
+        # Taken even where there is no JSON output (and not listed): `demo --json` is told
+        # so, as `--json demo` is, not "no such option".
+        refused = [] if json_output else [click.Option(["--json"], is_flag=True, hidden=True)]
         command = click.Command(
             name,
             callback=callback,
-            params=[*params, *connection],
+            params=[*params, *connection, *refused],
             help=handler.__doc__,
             epilog=_connection_epilog(connection),
             context_settings=CONTEXT,
