@@ -592,6 +592,22 @@ class ContractClient(Sender):
             )
         return template_id
 
+    async def _targets(
+        self, user_id: Id, contract_type_id: Id, team_id: int | None, template_id: int | None
+    ) -> tuple[int, int]:
+        """The team and template version a create uses: those given, or found.
+
+        A template version given is checked to be one of the contract type's: the contract
+        would otherwise be made of another type than the one asked for.
+        """
+        if team_id is None:
+            team_id = await self._default_team(user_id)
+        if template_id is None:
+            template_id = await self._default_template(team_id, contract_type_id)
+        else:
+            await self.templates._check_of_type(team_id, contract_type_id, template_id)
+        return team_id, parse_id(template_id, "template_id")
+
     async def create_contract(
         self,
         *,
@@ -640,12 +656,7 @@ class ContractClient(Sender):
         """
         if idempotency_key is not None:  # before the team and template are looked up
             check_idempotency_key(idempotency_key)
-        if team_id is None:
-            team_id = await self._default_team(user_id)
-        if template_id is None:
-            template_id = await self._default_template(team_id, contract_type_id)
-        else:  # one of the contract type's, or the contract would be of another type
-            await self.templates._check_of_type(team_id, contract_type_id, template_id)
+        team_id, template_id = await self._targets(user_id, contract_type_id, team_id, template_id)
         return await self.contracts.create(
             team_id,
             template_id=template_id,
@@ -719,13 +730,7 @@ class ContractClient(Sender):
             parties = tuple(parties)
             suffix = f"-party-{len(parties) - 1}" if parties else ""
             check_idempotency_key(idempotency_key, suffix=suffix)
-        if team_id is None:
-            team_id = await self._default_team(user_id)
-        if template_id is None:
-            template_id = await self._default_template(team_id, contract_type_id)
-        else:
-            await self.templates._check_of_type(team_id, contract_type_id, template_id)
-        template = parse_id(template_id, "template_id")
+        team_id, template = await self._targets(user_id, contract_type_id, team_id, template_id)
         terms_broken: TermValidationError | None = None
         try:
             (await self._term_set(template)).build_fields(values, require_all=require_all)
@@ -736,14 +741,13 @@ class ContractClient(Sender):
             prepared = await self.collaborators._prepare_all(
                 parties, template_id=template, require_all=require_all_identity, inviter_id=inviter
             )
-        except IdentityValidationError as error:
+        except Exception as error:
             if terms_broken is None:
                 raise
-            raise TermValidationError(terms_broken.problems, error.problems) from None
-        except Exception:
-            if terms_broken is None:
-                raise
-            raise terms_broken from None  # what is certain first; the rest on a next try
+            # The term problems with the parties' identity problems; any other failure
+            # here is left for a next try: what is certain first.
+            found = error.problems if isinstance(error, IdentityValidationError) else ()
+            raise TermValidationError(terms_broken.problems, found) from None
         if terms_broken is not None:
             raise terms_broken
         contract = await self.contracts.create(

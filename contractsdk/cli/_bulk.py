@@ -37,6 +37,7 @@ from contractsdk._redact import Secrets
 from contractsdk.bulk import (
     BulkJob,
     BulkSummary,
+    JournalStatus,
     RowOutcome,
     UnknownColumnsError,
     read_status,
@@ -185,10 +186,12 @@ async def _drive(job: BulkJob, args: argparse.Namespace, *, retry: bool) -> int:
 
 
 async def _unread(job: BulkJob) -> tuple[int | None, str] | None:
+    """Rows of the input a stopped `bulk create` never read, from the journal (or None)."""
+    return None if job.journal is None else _unread_of(await read_status(job.journal, limit=0))
+
+
+def _unread_of(status: JournalStatus) -> tuple[int | None, str] | None:
     """Rows of the input a stopped `bulk create` never read: their count and advice, or None."""
-    if job.journal is None:
-        return None
-    status = await read_status(job.journal, limit=0)
     advice = unread_advice(status)
     return None if advice is None else (status.unread, advice)
 
@@ -692,7 +695,7 @@ async def _nothing_to_retry(args: argparse.Namespace, job: BulkJob) -> int | Non
     unfinished = counts["pending"] + counts["sending"] + counts["failed"]
     if status.running or unfinished or status.incomplete_count:
         return None
-    unread = unread_advice(status)
+    unread = _unread_of(status)
     await asyncio.to_thread(check_report, args.report, job)
     with report_file(args.report):
         pass  # no row: an empty report, as for a run of no rows
@@ -714,8 +717,7 @@ async def _nothing_to_retry(args: argparse.Namespace, job: BulkJob) -> int | Non
         why = f"no row failed, is unknown{lacks} or was not sent ({', '.join(counted)})"
     click.echo(f"nothing to retry: {why}", err=True)
     if getattr(args, "json", False):
-        left = None if unread is None else (status.unread, unread)
-        show_summary(args, BulkSummary(job_id=job.job_id, run=0), [], unread=left)
+        show_summary(args, BulkSummary(job_id=job.job_id, run=0), [], unread=unread)
     else:
         again = "run `contractsdk bulk create` again with the same options"
         if to_fix:
@@ -728,7 +730,7 @@ async def _nothing_to_retry(args: argparse.Namespace, job: BulkJob) -> int | Non
         if existing:
             click.echo(f"next: {_existing_advice(existing, True, again=again)}", err=True)
         if unread is not None:
-            click.echo(f"next: {unread}", err=True)
+            click.echo(f"next: {unread[1]}", err=True)
     if unread is not None:
         return 1
     return 3 if to_fix or existing else 0

@@ -165,11 +165,12 @@ class _Roles(click.Choice[str]):
         super().__init__(choices, case_sensitive=False)  # "Party" is meant as "party"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        side = self.SIDES_OF.get(str(value).strip().casefold())
-        if side is not None and str(value) not in self.choices:
+        word = str(value).strip().casefold()
+        side = self.SIDES_OF.get(word)
+        if side is not None:
             self.fail(
-                f"{value!r} is not a role: a {str(value).strip().casefold()} is a party, "
-                f"on the {side} side (--role party --side {side})",
+                f"{value!r} is not a role: a {word} is a party, on the {side} side "
+                f"(--role party --side {side})",
                 param,
                 ctx,
             )

@@ -14,11 +14,11 @@ from typing import Any, TypeVar
 import click
 
 from contractsdk._client import ContractClient
-from contractsdk._config import ENV_VARS, Environment, environment_from_env
+from contractsdk._config import ENV_VARS, Environment, _is_loopback, environment_from_env
 from contractsdk._credentials import ClientCredentials
 from contractsdk._exceptions import ConfigurationError
 from contractsdk._redact import scrub, scrub_bytes
-from contractsdk.bulk._targets import resolve_contract_type
+from contractsdk.bulk import resolve_contract_type
 from contractsdk.cli._app import argument, cli, numeric_id, require, runs
 from contractsdk.cli._output import (
     console,
@@ -89,8 +89,7 @@ def _note_emulator_key(api_key: str | None, client: ContractClient) -> None:
     if not api_key or not api_key.startswith(EMULATOR_KEY_PREFIX):
         return
     url = client.environment.base_url
-    host = (urllib.parse.urlsplit(url).hostname or "").lower()
-    if host in ("localhost", "::1") or host.startswith("127."):
+    if _is_loopback(urllib.parse.urlsplit(url).hostname or ""):
         return
     say(
         f"note: the API key looks like one of the embedded emulator's (`contractsdk sandbox`), but "

@@ -349,18 +349,18 @@ class Collaborators(Resource):
         self,
         problems: Sequence[IdentityProblem],
         template_id: int,
-        roles: Sequence[Role | str],
-        side: Side | str,
+        roles: Sequence[Role],
+        side: Side,
     ) -> list[IdentityProblem]:
         """Say of an unknown field that the other side fills it in, where it does.
 
         A landlord's "Current address" (the tenant's field) was only "unknown"; the fields
-        of the other side are read for it (one read, on this error path only).
+        of the other side are read for it (one read, on this error path only). ``side`` is
+        a party's: first or second.
         """
-        unknown = [problem for problem in problems if problem.kind == "unknown_field"]
-        other = {Side.FIRST.value: Side.SECOND, Side.SECOND.value: Side.FIRST}.get(str(side))
-        if not unknown or other is None:
+        if not any(problem.kind == "unknown_field" for problem in problems):
             return list(problems)
+        other = Side.SECOND if side is Side.FIRST else Side.FIRST
         try:
             theirs = await self._client.identity_fields.list(template_id, roles=roles, side=other)
         except ContractSDKError:
@@ -373,7 +373,7 @@ class Collaborators(Resource):
                 problem = attrs.evolve(
                     problem,
                     message=f"{problem.message}; {what!r} (id {found.id}) is a field of the "
-                    f"{other.value} side, not the {Side(str(side)).value}",
+                    f"{other.value} side, not the {side.value}",
                 )
             said.append(problem)
         return said

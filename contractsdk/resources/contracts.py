@@ -22,7 +22,7 @@ from contractsdk._values import iter_fields
 from contractsdk.models import Contract, ContractField, Link
 from contractsdk.models._base import id_from_href
 from contractsdk.resources._base import Id, Resource, path_id
-from contractsdk.validation import TermValues, unchecked_fields
+from contractsdk.validation import TermSet, TermValues, unchecked_fields
 from contractsdk.validation._payload import CheckedValues
 
 __all__ = ["Contracts", "flatten_fields"]
@@ -174,11 +174,14 @@ class Contracts(Resource):
         if checked is None:
             terms = await self._client._term_set(template)
             values = {} if values is None else values
-            stored: tuple[ContractField, ...] = ()
-            if source_contract is not None and (require_all or terms._needs_stored(values)):
-                # A copy holds its source's values too: checked with them, as an update is.
-                source = parse_id(source_contract, "source_contract")
-                stored = (await self.get(source)).fields
+            # A copy holds its source's values too: checked with them, as an update is.
+            stored = (
+                ()
+                if source_contract is None
+                else await self._held(
+                    parse_id(source_contract, "source_contract"), terms, values, require_all
+                )
+            )
             # One check gives both forms: the nested fields to send, the flat ones to keep.
             checked = terms.check(values, require_all=require_all, stored=stored)
         body: dict[str, Any] = {
@@ -206,6 +209,18 @@ class Contracts(Resource):
             links=(link,),
             raw={"href": link.href, "rel": "self"},
         )
+
+    async def _held(
+        self, contract_id: int, terms: TermSet, values: TermValues, require_all: bool
+    ) -> tuple[ContractField, ...]:
+        """What a contract holds, where checking ``values`` against it needs it, else ().
+
+        Read only for a nested term given without all of its ancestors, or to count what
+        is stored for ``require_all``.
+        """
+        if not (require_all or terms._needs_stored(values)):
+            return ()
+        return (await self.get(contract_id)).fields
 
     async def list(self, team_id: Id, /) -> builtins.list[Contract]:
         """Return the contracts held by a team."""
@@ -258,9 +273,7 @@ class Contracts(Resource):
         fields: builtins.list[dict[str, Any]]
         if template_id is not None:
             terms = await self._client._term_set(parse_id(template_id, "template_id"))
-            stored: tuple[ContractField, ...] = ()
-            if require_all or terms._needs_stored(values):
-                stored = (await self.get(number)).fields
+            stored = await self._held(number, terms, values, require_all)
             fields = terms.build_fields(values, require_all=require_all, stored=stored)
         else:
             fields = unchecked_fields(values)
