@@ -6,7 +6,9 @@ Each server model is exact and deterministic; they differ the way real servers d
   emulator, AWS API Gateway). Headers, when on: ``X-RateLimit-Remaining`` (whole tokens),
   ``X-RateLimit-Reset`` (seconds until full), ``Retry-After`` on a 429. ``round`` rounds
   the times up to whole seconds, as the emulator does.
-* ``fixed-window``: R*W requests per aligned window of W seconds (many API gateways).
+* ``fixed-window``: R*W requests per aligned window of W seconds (many API gateways). Its
+  windows are aligned to its own clock, not to the client's start: ``learn(..., phase=)``
+  says how much of its first window has gone when the client starts.
 * ``sliding-log``: at most R*W requests in any trailing W seconds.
 * ``gcra``: nginx's ``limit_req rate=R burst=B nodelay``: bare 429s, no headers at all.
 
@@ -342,11 +344,13 @@ async def learn(
     latency: float = 0.01,
     seed: int = 1,
     lag: float = 0.0,
+    phase: float = 0.0,
 ) -> Run:
     """One client with ``limits`` against a fresh server of ``kind`` for ~``seconds``.
 
     ``lag``: on a busy event loop (:func:`busy_loop`), its timers this late on average
-    while loaded.
+    while loaded. ``phase``: a fixed window's share of its first window already gone when
+    the client starts (0: its windows start with the client, as no real server's do).
     """
     clock = FakeClock()
     limiter = RateLimiter(
@@ -357,6 +361,8 @@ async def learn(
         random=random.Random(-seed).random,  # its own draws: the round trips' stay as they were
     )
     server = SERVERS[kind](clock, rate, burst)
+    if isinstance(server, FixedWindow):
+        server.start -= phase * server.window
     return await simulate(
         limiter,
         clock,
