@@ -106,8 +106,12 @@ async def test_faults_can_be_set_at_run_time(api: Api, server: SandboxServer) ->
 
 
 async def test_latency_delays_the_answer(api: Api, server: SandboxServer) -> None:
-    """A latency holds the answer back: a request sent after it, on another route, wins."""
-    server.set_faults([FaultRule("GET /v1/users", latency=0.1)])
+    """A latency holds the answer back: a request sent after it, on another route, wins.
+
+    The latency is long against a loopback request, so that a loaded machine cannot make
+    the later one slower than it (0.1 s was, once, in CI).
+    """
+    server.set_faults([FaultRule("GET /v1/users", latency=2.0)])
     slow = asyncio.ensure_future(api.get("/v1/users"))
     for _ in range(1000):  # bounded: until the server holds the slow request
         if server.counters()["faults"] == {"latency": 1}:
