@@ -148,6 +148,7 @@ class _Token:
     refresh_at: float
     expires_at: float
     sealed: str | None = attrs.field(default=None, repr=False)  # as stored in Redis
+    started: float = 0.0  # when its life began, on this process's clock
 
 
 #: Seconds a token request may take at most (less when the client's ``timeout`` is less).
@@ -573,7 +574,12 @@ class TokenAuth:
         ASCII, so that it reads back the same whatever the client's ``decode_responses``.
         """
         expires = self._wall_clock() + (token.expires_at - self._clock())
-        data = json.dumps({"access_token": token.value, "expires": expires}).encode()
+        # Its whole life too: a reader refreshes it that margin before its end, not a
+        # margin taken from the life it has left (halved at each read, it never came).
+        lifetime = token.expires_at - token.started
+        data = json.dumps(
+            {"access_token": token.value, "expires": expires, "lifetime": lifetime}
+        ).encode()
         return base64.urlsafe_b64encode(seal(self._secret, data)).decode()
 
     def _unseal(self, stored: object, left: float | None = None) -> _Token | None:
@@ -593,7 +599,8 @@ class TokenAuth:
         try:
             data = json.loads(opened)
             value, expires = data["access_token"], float(data["expires"])
-        except (ValueError, KeyError, TypeError):
+            lifetime = float(data.get("lifetime", 0.0))  # none before 2026-11-28: left
+        except (ValueError, KeyError, TypeError, AttributeError):
             return None
         if not isinstance(value, str) or not _SENDABLE.fullmatch(value):
             return None
@@ -603,7 +610,10 @@ class TokenAuth:
             left = expires - self._wall_clock()
         if left <= 0:
             return None
-        return self._token(value, left, self._clock(), sealed=text)
+        now = self._clock()
+        if not math.isfinite(lifetime) or not left <= lifetime <= MAX_TOKEN_LIFETIME:
+            lifetime = left
+        return self._token(value, lifetime, now - (lifetime - left), sealed=text)
 
     def _token(
         self, value: str, lifetime: float, started: float, *, sealed: str | None = None
@@ -616,6 +626,7 @@ class TokenAuth:
             refresh_at=started + lifetime - margin - jitter,
             expires_at=started + lifetime,
             sealed=sealed,
+            started=started,
         )
 
     async def _request(self) -> _Token:

@@ -965,3 +965,36 @@ async def test_a_shared_token_lives_as_long_as_redis_says_whatever_the_wall_cloc
         assert 50 < cached.expires_at - time.monotonic() <= 60
     finally:
         await shared.aclose()
+
+
+async def test_a_shared_token_is_refreshed_its_margin_before_its_end(
+    redis_server: RedisServer,
+) -> None:
+    """A process that reads the shared token late in its life refreshes it, once, for all.
+
+    Its margin was taken from the life it had left, halved at each read: every process
+    used the token to its end, and each token's end brought a 401 per process in flight
+    (36 in a 20 s run of three processes with tokens of 6 s). The seal now carries the
+    token's whole life: a token of 4 s is refreshed 2 s (and up to 0.4 s of jitter)
+    before its end, whoever read it.
+    """
+    shared = SharedRedis(redis_server.url, prefix="contractsdk:test-token-late:", timeout=10.0)
+    requests: list[Request] = []
+
+    async def token_endpoint(request: Request) -> Response:
+        requests.append(request)
+        return json_response(200, {"access_token": f"at-{len(requests)}", "expires_in": 4})
+
+    credentials = ClientCredentials(client_id="cid", client_secret="s3cr3t-client-secret")
+    fetcher, early, late, later = (
+        TokenAuth(credentials, Environment.SANDBOX, token_endpoint, shared=shared) for _ in range(4)
+    )
+    try:
+        assert await fetcher.token() == "at-1"
+        assert await early.token() == "at-1"  # read early in its life: used
+        await asyncio.sleep(2.5)  # 1.5 s left: within the margin of a 4 s token
+        assert await late.token() == "at-2"  # refreshed, and stored for the others
+        assert await later.token() == "at-2"
+    finally:
+        await shared.aclose()
+    assert len(requests) == 2
