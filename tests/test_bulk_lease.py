@@ -340,3 +340,36 @@ async def test_the_machine_s_locks_are_let_go_even_if_the_lease_s_release_is_can
         with pytest.raises(asyncio.CancelledError):
             await collect(keyed_job(client, server, source, tmp_path / "j.db"))
     assert list((tmp_path / "other-tmp").glob("contractsdk-bulk-*.lock")) == []
+
+
+async def test_a_run_begun_with_redis_away_takes_its_lease_soon_after_redis_is_back(
+    redis_server: RedisServer,
+) -> None:
+    """Redis back, the run's lease is taken within a look for it, not at the next renewal.
+
+    It was taken at the next renewal, ``ttl / 3`` (10 s) later: a copy started on another
+    host within those seconds found the input free, and made 41 of its 200 rows twice.
+    """
+    redis_server.kill()
+    shared = SharedRedis(redis_server.url, prefix=namespace("http://127.0.0.1:1", "id"))
+    other = SharedRedis(redis_server.url, prefix=namespace("http://127.0.0.1:1", "id"))
+    lease = InputLease(shared, "job", "e" * 64)  # the default ttl: renewed every 10 s
+    lost: list[JournalError] = []
+    try:
+        await lease.acquire("rows.csv")  # Redis away: the run goes on without it
+        assert not lease.held
+        lease.keep(lost.append)
+        redis_server.start()
+        for _ in range(200):  # bounded: a look for Redis (every 1 s), then a poll
+            if lease.held:
+                break
+            await asyncio.sleep(0.025)
+        assert lease.held  # 5 s at most; a renewal would come at 10 s
+        copy = InputLease(other, "job", "e" * 64)
+        with pytest.raises(JournalError, match="another run of this job"):
+            await copy.acquire("rows.csv")
+        assert not lost
+    finally:
+        await lease.release()
+        await shared.aclose()
+        await other.aclose()

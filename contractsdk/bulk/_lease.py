@@ -21,7 +21,12 @@ split file) is not.
   while the other started), it stops this run: both are sending, and the rows this one
   has not sent stay pending.
 * Redis away is not the job failing, as for the rate limits: the run goes on with one
-  warning (the machine's own locks still hold), and the lease is taken when Redis answers.
+  warning (the machine's own locks still hold), and the lease is taken when Redis answers:
+  asked for every ``AWAY_POLL`` seconds while it is not held, not at the next renewal (a
+  run unseen for ten more seconds after Redis came back let a copy started on another
+  host then create 41 of its 200 rows twice). A copy started before the client finds
+  Redis again (within its ``rejoin_after``, a second) is not seen: the first run stops
+  when it finds the lease taken, but rows both sent meanwhile are made twice.
 * Let go at the end only if it is still this run's (:data:`_LET_GO`).
 """
 
@@ -47,6 +52,8 @@ logger = logging.getLogger("contractsdk.bulk")
 
 #: Seconds a lease outlives the last time its run kept it alive.
 LEASE_TTL: Final = 30.0
+#: Seconds between attempts to take the lease while the run does not hold it (Redis away).
+AWAY_POLL: Final = 0.25
 
 #: Keep the lease if it is ours, take it if free; else return who holds it. A key of
 #: another type, or one that never expires, is no run's lease (every lease is written
@@ -162,7 +169,7 @@ class InputLease:
 
     async def _keep(self, lost: Callable[[JournalError], None]) -> None:
         while True:
-            await asyncio.sleep(self._every)
+            await asyncio.sleep(self._every if self.held else min(self._every, AWAY_POLL))
             holder = await self._hold()
             if holder is not None:
                 lost(
