@@ -360,6 +360,7 @@ async def test_a_run_begun_with_redis_away_takes_its_lease_soon_after_redis_is_b
         assert not lease.held
         lease.keep(lost.append)
         redis_server.start()
+
         def held() -> bool:
             return lease.held
 
