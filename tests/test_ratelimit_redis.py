@@ -386,6 +386,33 @@ async def test_a_rate_written_paces_every_process_at_once(
     assert behind.state.write.rate == 100.0  # and it has the new state with the answer
 
 
+async def test_limits_set_at_runtime_are_every_process_s(
+    redis_server: RedisServer, limiters: list[RateLimiter], caplog: pytest.LogCaptureFixture
+) -> None:
+    """``set_limits`` in one process paces the shared bucket, and so every process, at it.
+
+    It changed only that process's schedule: the shared state (its TTL renewed by every
+    reservation) paced the fleet, that process too, at the old limit for as long as any
+    process used the credential (a new user's audit: 10.0/s after set_rate_limits(22)).
+    """
+    told = RateLimits(write=10, burst=1)
+    first, other = (shared_limiter(redis_server.url, told) for _ in range(2))
+    limiters += [first, other]
+    await grant_times(first, 2)
+    await grant_times(other, 2)
+    assert first.state.write.rate == other.state.write.rate == pytest.approx(9.9)
+    first.set_limits(RateLimits(write=20, burst=1))
+    assert first.state.write.rate == pytest.approx(19.8)  # at once, here
+    with caplog.at_level(logging.WARNING, logger="contractsdk"):
+        await grant_times(first, 1)  # written over the shared state with this reservation
+        await grant_times(other, 2)  # read with the next
+    assert first.state.write.rate == other.state.write.rate == pytest.approx(19.8)
+    told_otherwise = [r.getMessage() for r in caplog.records if "was told" in r.getMessage()]
+    assert len(told_otherwise) == 1 and "paces at 20/s" in told_otherwise[0]
+    await grant_times(first, 2)  # written once: its own state is not written again
+    assert first.state.write.rate == pytest.approx(19.8)
+
+
 async def test_a_faster_rate_keeps_the_head_s_place(
     redis_server: RedisServer, limiters: list[RateLimiter], monkeypatch: pytest.MonkeyPatch
 ) -> None:

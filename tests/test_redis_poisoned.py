@@ -490,5 +490,6 @@ async def test_a_process_told_another_limit_than_the_shared_one_is_warned_once(
     assert told == [
         "the write bucket shared through Redis paces at 10/s (another process's told limit, "
         "or the service's); this one was told 100/s. Processes that share a credential "
-        "share one limit: give them all the same rate_limits"
+        "share one limit: give them all the same rate_limits (a limit changed for all: "
+        "set_rate_limits in one of them)"
     ]

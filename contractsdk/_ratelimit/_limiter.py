@@ -209,9 +209,7 @@ class RateLimiter:
             self._max_pause = self._store.max_pause = limits.max_pause
         for queue in self._queues.values():
             control = self._initial(queue)
-            store = self._store
-            if isinstance(store, LocalStore):
-                store.set_control(queue.name, control)
+            self._store.set_control(queue.name, control)
             queue.reschedule(control)
             queue._invalidate()
 

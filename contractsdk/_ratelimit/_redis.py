@@ -347,6 +347,8 @@ class RedisStore:
         self._paused_until: dict[BucketName, float] = {name: -math.inf for name in initial}
         self._fallback = False
         self._warned: set[BucketName] = set()  # buckets told otherwise (_told_otherwise)
+        # Limits told at runtime (set_control), to write over the shared state.
+        self._told: dict[BucketName, Control] = {}
         self.live = 1
 
     def __repr__(self) -> str:
@@ -375,10 +377,62 @@ class RedisStore:
             rate = None if control is None else control.rate
             if rate is not None and rate * self.max_pause < 1:
                 control = None
+            if control is not None and self._replaces(bucket, control):
+                control = None  # written over at the next reservation (_tell)
             if control is not None:
                 self._told_otherwise(bucket, control)
                 self._local.set_control(bucket, control)
         self._versions[bucket] = version
+
+    def set_control(self, bucket: BucketName, control: Control) -> None:
+        """The limits changed (``set_rate_limits``): pace at ``control``, and share it.
+
+        Written over the shared state at the next reservation (compare-and-set, again
+        until it is written): a limit told at runtime is every process's.
+        """
+        self._local.set_control(bucket, control)
+        self._initial = {**self._initial, bucket: control}  # not the caller's dict
+        self._told[bucket] = control
+        self._warned.discard(bucket)
+
+    def _replaces(self, bucket: BucketName, shared: Control) -> bool:
+        """Whether a limit told at runtime is still to be written over the shared state.
+
+        ``set_rate_limits`` changed only this process's schedule: the shared bucket, whose
+        TTL every reservation renews, went on pacing the fleet (this process included) at
+        the old limit. Not when the shared state already paces at it. (A process that
+        only *starts* told another limit follows the shared one, and says so once: a
+        paced state may be the service's declared limit, lower than anyone was told.)
+        """
+        told = self._told.get(bucket)
+        if told is None:
+            return False
+        if (
+            shared.phase == told.phase
+            and shared.rate is not None
+            and told.rate is not None
+            and abs(shared.rate - told.rate) <= told.rate * 0.01
+        ):
+            self._told.pop(bucket, None)
+            return False
+        return True
+
+    async def _tell(self, bucket: BucketName) -> None:
+        """Write a told limit over the shared state (compare-and-set at the version read)."""
+        told = self._told.get(bucket)
+        if told is None or self._fallback:
+            return
+        schedule = Schedule(rate=told.rate, tau=0.0, burst=1.0)  # only its rate is written
+        version = self._versions[bucket]
+        if await self.update(
+            bucket, told, version, schedule=schedule, pause=0.0, tokens=None, written=True
+        ):
+            self._told.pop(bucket, None)
+            logger.info(
+                "the %s bucket shared through Redis now paces at this process's told limit, %.4g/s",
+                bucket,
+                (told.rate or 0.0) / PACING,
+            )
 
     def _told_otherwise(self, bucket: BucketName, control: Control) -> None:
         """Warn once when the shared bucket paces at a told limit other than this process's.
@@ -401,7 +455,8 @@ class RedisStore:
         logger.warning(
             "the %s bucket shared through Redis paces at %.4g/s (another process's told "
             "limit, or the service's); this one was told %.4g/s. Processes that share a "
-            "credential share one limit: give them all the same rate_limits",
+            "credential share one limit: give them all the same rate_limits (a limit "
+            "changed for all: set_rate_limits in one of them)",
             bucket,
             control.rate / PACING,
             own.rate / PACING,
@@ -456,7 +511,10 @@ class RedisStore:
         keys = [self._key(bucket), shared.key("clients")]
         try:
             answer = await shared.call(lambda: script(keys=keys, args=args))
-            return self._reserved(bucket, answer, count)
+            reserved = self._reserved(bucket, answer, count)
+            if bucket in self._told:
+                await self._tell(bucket)
+            return reserved
         except (RedisUnavailableError, ValueError, TypeError, IndexError) as exc:
             if not isinstance(exc, RedisUnavailableError) and not self._fallback:
                 # Redis answers, but not what the script returns: said once, not per call
@@ -534,8 +592,13 @@ class RedisStore:
         schedule: Schedule,
         pause: float,
         tokens: float | None,
+        written: bool = False,
     ) -> bool:
-        """Compare-and-set the shared learning state; apply the pause and token cap."""
+        """Compare-and-set the shared learning state; apply the pause and token cap.
+
+        ``written``: write ``control`` even if this process holds it already (a limit
+        told at runtime, which this process paces at before Redis has it).
+        """
         now = self._clock()
         current, _, _ = self._local.snapshot(bucket)
         if self._fallback:
@@ -552,7 +615,7 @@ class RedisStore:
         script = shared.script("update", _UPDATE)
         args = [
             str(version),
-            "" if control == current else _encode(control),
+            "" if control == current and not written else _encode(control),
             "" if schedule.rate is None else repr(schedule.rate),
             repr(pause),
             "" if tokens is None else repr(tokens),

@@ -229,6 +229,10 @@ class Store(Protocol):
         """
         ...
 
+    def set_control(self, bucket: BucketName, control: Control) -> None:
+        """Replace the learning state: the limits changed (shared: for every process)."""
+        ...
+
     async def aclose(self) -> None:
         """Release connections and stop background work."""
         ...
