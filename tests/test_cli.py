@@ -536,3 +536,27 @@ def test_closed_pipe_is_not_a_traceback(emulator: dict[str, str]) -> None:
     )
     assert result.stdout.startswith("contract_name")
     assert "Traceback" not in result.stderr
+
+
+async def test_an_empty_redis_flag_shares_nothing_whatever_the_variable_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """--redis "" turns sharing off where CONTRACTSDK_REDIS_URL turns it on.
+
+    It was refused as not a Redis URL: with the variable exported, a command had no way
+    to run alone.
+    """
+    from contractsdk.cli._resources import make_client
+
+    monkeypatch.setenv("CONTRACTSDK_API_KEY", "k-0123456789")
+    monkeypatch.setenv("CONTRACTSDK_REDIS_URL", "redis://127.0.0.1:1/0")
+    shared = parse(["teams", "list", str(USER)])
+    alone = parse(["--redis", "", "teams", "list", str(USER)])
+    assert isinstance(shared, Invocation) and isinstance(alone, Invocation)
+    with_variable, without = make_client(shared.args), make_client(alone.args)
+    try:
+        assert with_variable._shared is not None
+        assert without._shared is None
+    finally:
+        await with_variable.aclose()
+        await without.aclose()

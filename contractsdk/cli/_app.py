@@ -195,9 +195,9 @@ def _connection_options(*, hidden: bool, json_output: bool = True) -> list[click
         option(
             "--redis",
             metavar="URL",
-            help="Share rate limits and tokens with other processes through this Redis. "
-            "Prefer CONTRACTSDK_REDIS_URL if it holds a password: a flag is visible to "
-            "other users.",
+            help="Share rate limits and tokens with other processes through this Redis "
+            '(--redis "": share nothing, whatever CONTRACTSDK_REDIS_URL says). Prefer '
+            "CONTRACTSDK_REDIS_URL if it holds a password: a flag is visible to other users.",
         ),
         option(
             "-v",

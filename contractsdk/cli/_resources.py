@@ -62,7 +62,9 @@ def make_client(args: argparse.Namespace, **options: Any) -> ContractClient:
         )
     redis = getattr(args, "redis", None)
     if redis is not None:
-        options.setdefault("redis", redis)  # else CONTRACTSDK_REDIS_URL, if set
+        # Else CONTRACTSDK_REDIS_URL, if set; an empty --redis "" shares nothing, whatever
+        # the variable says (a flag that names none would have no way to turn it off).
+        options.setdefault("redis", redis or None)
     client = ContractClient(
         api_key=api_key,
         credentials=credentials,
