@@ -288,11 +288,16 @@ class SharedRedis:
         if self._down_since is None:
             self._down_since = now
             # The exception's text may hold the URL and its password: name its type only.
+            # Its share as it last saw the others: the whole limit if it never reached
+            # Redis (a wrong password: "until it is back" never came, and the fleet ran
+            # at K times the limit, with nothing said).
+            refused = _refused(exc)
             logger.warning(
-                "Redis %s (%s): each process falls back to its share of the rate limit "
-                "until it is back",
-                "refused this client" if _refused(exc) else "is unreachable",
+                "Redis %s (%s): this process paces alone at its share of the rate limit "
+                "(all of it if it never reached Redis) until Redis %s",
+                "refused this client" if refused else "is unreachable",
                 _described(exc),
+                "accepts it" if refused else "is back",
             )
 
     async def aclose(self) -> None:

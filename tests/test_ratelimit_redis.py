@@ -592,6 +592,9 @@ async def test_a_wrong_password_is_said_so(
     assert len(warned) == 1, warned
     assert warned[0].startswith("Redis refused this client (AuthenticationError: "), warned
     assert "unreachable" not in warned[0]
+    # It never reached Redis: alone at the whole limit, until Redis takes the client (it
+    # said "falls back to its share ... until it is back", neither of which was so).
+    assert "(all of it if it never reached Redis) until Redis accepts it" in warned[0]
     assert "wrong-pw-4f1a" not in caplog.text
 
 
