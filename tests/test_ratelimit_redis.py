@@ -822,6 +822,26 @@ async def test_a_client_takes_a_redis_cluster_it_does_not_own(
         await owned.aclose()
 
 
+def token_auths(
+    shared: SharedRedis, requests: list[Request], count: int, *, expires_in: float
+) -> list[TokenAuth]:
+    """``count`` processes' token caches sharing ``shared``, one token endpoint for all.
+
+    The endpoint appends each request to ``requests`` and answers ``at-1``, ``at-2``...
+    """
+
+    async def token_endpoint(request: Request) -> Response:
+        requests.append(request)
+        body = {"access_token": f"at-{len(requests)}", "expires_in": expires_in}
+        return json_response(200, body)
+
+    credentials = ClientCredentials(client_id="cid", client_secret="s3cr3t-client-secret")
+    return [
+        TokenAuth(credentials, Environment.SANDBOX, token_endpoint, shared=shared)
+        for _ in range(count)
+    ]
+
+
 async def test_the_token_is_fetched_once_for_every_process(
     redis_server: RedisServer, workers: Workers
 ) -> None:
@@ -845,15 +865,7 @@ async def test_a_token_stored_while_taking_the_lock_is_not_fetched_again(
     """
     shared = SharedRedis(redis_server.url, prefix="contractsdk:test-token:", timeout=10.0)
     requests: list[Request] = []
-
-    async def token_endpoint(request: Request) -> Response:
-        requests.append(request)
-        return json_response(200, {"access_token": f"at-{len(requests)}", "expires_in": 3600})
-
-    credentials = ClientCredentials(client_id="cid", client_secret="s3cr3t-client-secret")
-    first, second = (
-        TokenAuth(credentials, Environment.SANDBOX, token_endpoint, shared=shared) for _ in range(2)
-    )
+    first, second = token_auths(shared, requests, 2, expires_in=3600)
     script = shared.script
 
     def lock_after_the_other_process(name: str, lua: str) -> Any:
@@ -1010,15 +1022,7 @@ async def test_a_shared_token_is_refreshed_its_margin_before_its_end(
     """
     shared = SharedRedis(redis_server.url, prefix="contractsdk:test-token-late:", timeout=10.0)
     requests: list[Request] = []
-
-    async def token_endpoint(request: Request) -> Response:
-        requests.append(request)
-        return json_response(200, {"access_token": f"at-{len(requests)}", "expires_in": 4})
-
-    credentials = ClientCredentials(client_id="cid", client_secret="s3cr3t-client-secret")
-    fetcher, early, late, later = (
-        TokenAuth(credentials, Environment.SANDBOX, token_endpoint, shared=shared) for _ in range(4)
-    )
+    fetcher, early, late, later = token_auths(shared, requests, 4, expires_in=4)
     try:
         assert await fetcher.token() == "at-1"
         assert await early.token() == "at-1"  # read early in its life: used

@@ -299,6 +299,15 @@ def _decode(text: Any) -> Control | None:
     return control if valid else None
 
 
+def _same_rate(shared: Control, own: Control) -> bool:
+    """Both pace, within 1 % of ``own``'s rate: the same told limit, as far as pacing goes."""
+    return (
+        shared.rate is not None
+        and own.rate is not None
+        and abs(shared.rate - own.rate) <= own.rate * 0.01
+    )
+
+
 def _within(value: object, most: float) -> bool:
     """A number (not a bool), finite and no further from 0 than ``most``."""
     return type(value) in (int, float) and abs(value) <= most  # type: ignore[arg-type]  # checked
@@ -407,12 +416,7 @@ class RedisStore:
         told = self._told.get(bucket)
         if told is None:
             return False
-        if (
-            shared.phase == told.phase
-            and shared.rate is not None
-            and told.rate is not None
-            and abs(shared.rate - told.rate) <= told.rate * 0.01
-        ):
+        if shared.phase == told.phase and _same_rate(shared, told):
             self._told.pop(bucket, None)
             return False
         return True
@@ -448,7 +452,7 @@ class RedisStore:
             or control.phase != "paced"
             or own.rate is None
             or control.rate is None
-            or abs(control.rate - own.rate) <= own.rate * 0.01
+            or _same_rate(control, own)
         ):
             return
         self._warned.add(bucket)
