@@ -222,6 +222,46 @@ async def test_a_pause_holds_every_process(
     assert time.monotonic() - start >= 0.09  # its own bucket would grant at once
 
 
+async def test_a_wait_past_the_timeout_fails_at_once_when_others_share_the_rate(
+    redis_server: RedisServer, limiters: list[RateLimiter]
+) -> None:
+    """A newcomer's wait counts the turns other processes take between this one's.
+
+    Another client of the credential keeps the schedule full, so each of this client's
+    waiters waits two intervals, not one. Of 30 calls with a 0.3 s timeout at 50/s, those
+    whose turn would come past it (from about the eighth) fail on arrival; counted at one
+    interval a waiter, the eighth to the fifteenth queued and failed only at their turn.
+    """
+    limits = RateLimits(write=50, burst=1, adaptive=False)
+    mine, other = (shared_limiter(redis_server.url, limits) for _ in range(2))
+    limiters += [mine, other]
+    busy = asyncio.ensure_future(grant_times(other, 400))
+    try:
+        await grant_times(mine, 10)  # in turn with the other: the gap between turns is seen
+        assert not busy.done()
+
+        async def call() -> None:
+            grant = await mine.acquire("POST", timeout=0.3)
+            await mine.record(grant, 201, {})
+
+        calls = [asyncio.ensure_future(call()) for _ in range(30)]
+        await asyncio.sleep(0)  # each call's first step: a wait past the timeout raises there
+        at_once = {index for index, task in enumerate(calls) if task.done()}
+        await asyncio.wait(calls, timeout=10)
+        failed = {
+            index
+            for index, task in enumerate(calls)
+            if isinstance(task.exception(), RateLimiterTimeoutError)
+        }
+        assert not busy.done()  # the other client kept the schedule full throughout
+    finally:
+        busy.cancel()
+    assert at_once <= failed
+    assert len(at_once) >= 15, sorted(failed)
+    # An average of gaps projects each turn: a call or two near the edge may miss it late.
+    assert len(failed - at_once) <= 2, sorted(failed - at_once)
+
+
 async def test_one_overload_lowers_the_shared_rate_once(
     redis_server: RedisServer, limiters: list[RateLimiter]
 ) -> None:

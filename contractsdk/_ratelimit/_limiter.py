@@ -197,10 +197,8 @@ class RateLimiter:
         store = self._store
         if isinstance(store, LocalStore):
             return store.projected_wait(queue.name, queue.schedule, position)
-        rate = queue.schedule.rate
         _, _, paused_until = store.snapshot(queue.name)
-        start = max(0.0, paused_until - self._clock())
-        return start + (position / rate if rate else 0.0)
+        return queue.shared_wait(position, max(0.0, paused_until - self._clock()))
 
     def set_limits(self, limits: RateLimits) -> None:
         """Change the limits at runtime; the new rates apply at once, to waiters too."""

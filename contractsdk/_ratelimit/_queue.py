@@ -72,6 +72,9 @@ PROBE_STREAK = 3
 #: The longest the queue waits for a probe's answer: a request that hangs holds no one
 #: for longer.
 PROBE_WAIT = 1.0
+#: Through a shared store, the weight of each new gap between this process's turns in the
+#: moving average a newcomer's wait is projected by (:meth:`_Queue.shared_wait`).
+GAP_WEIGHT = 0.25
 
 
 class Grant:
@@ -197,6 +200,12 @@ class _Queue:
         # The head's slot and when it falls due; what the last batch's slots were moved
         # on by (see _placed).
         self._head: tuple[Slot, float] | None = None
+        # Shared: the seconds between this process's turns while waiters queued (others
+        # take theirs between), a moving average, and when it was last measured; the last
+        # head's slot that left waiters behind it (when it fell due, its generation).
+        self._gap = 0.0
+        self._gap_at = -math.inf
+        self._last_turn: tuple[float, int] | None = None
         self._shift = 0.0
         # A probe out (the module's header), with the count of overloads it was granted
         # at (its grant carries it); and what the head waiting for its answer awaits.
@@ -371,6 +380,8 @@ class _Queue:
             self._risen = False
             generation = self._generation
             slot, due = await self._take_slot(waiter, schedule)
+            if shared:
+                self._measure_turn(due, generation)
             now = limiter._clock()
             if len(self._queue) == 1:
                 self._behind = False  # nobody waits behind: nothing to reserve ahead for
@@ -425,6 +436,57 @@ class _Queue:
                 raise
             # Those reserved ahead are void too: reserved before the pause or slower rate.
             await _quietly(self._give_back([slot, *self._drop_held()]))
+
+    def _measure_turn(self, due: float, generation: int) -> None:
+        """Shared: average in the gap since the last head's slot, if it left waiters behind.
+
+        The next head reserves when that one is granted: the gap is what the other
+        processes took between, plus an interval. Across a pause or a slower rate (a new
+        generation) it would count the pause, which the projection adds on its own.
+        """
+        last = self._last_turn
+        if last is not None and last[1] == generation:
+            gap = max(0.0, due - last[0])
+            if self._gap_at == -math.inf:
+                self._gap = gap
+            else:
+                self._gap += (gap - self._gap) * GAP_WEIGHT
+            self._gap_at = due
+        self._last_turn = (due, generation) if len(self._queue) > 1 else None
+
+    def shared_wait(self, position: int, paused: float) -> float:
+        """Through a shared store, the seconds a newcomer behind ``position`` waiters would wait.
+
+        Args:
+            position: The waiters ahead of it in this process's queue.
+            paused: Seconds the bucket's pause has left.
+
+        Each waiter ahead takes a turn, and other processes take theirs between: a turn is
+        the gap measured lately between this process's turns (never less than an
+        interval; after a quiet spell of a second, or two turns, an interval again). The
+        first waiters behind a head that sleeps on its slot follow it, or the slots held
+        for them. Without this, a newcomer was projected at one interval a waiter, the
+        whole rate's; with three other processes busy it waited four times that, and a
+        call with ``limiter_timeout`` failed only when its turn came, near its deadline.
+        """
+        rate = self.schedule.rate
+        if rate is None or not position:
+            return paused
+        now = self._clock()
+        interval = 1.0 / rate
+        turn = interval
+        if now - self._gap_at <= max(1.0, 2 * self._gap):
+            turn = max(interval, self._gap)
+        start = paused
+        if self._wake is not None and self._head is not None:  # the head sleeps on its slot
+            start = max(start, self._head[1] - now)
+            held = [due for _, due, generation in self._held if generation == self._generation]
+            if position <= len(held):
+                return max(start, held[position - 1] - now)
+            if held:
+                start = max(start, held[-1] - now)
+                position -= len(held)
+        return start + position * turn
 
     async def _take_slot(self, waiter: _Waiter, schedule: Schedule) -> tuple[Slot, float]:
         """The head's slot and the local time it falls due: one reserved ahead, or a new one."""
