@@ -40,6 +40,7 @@ import secrets
 import ssl
 import sys
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -69,7 +70,7 @@ MAX_TIMEOUT: Final = 0.5
 REJOIN_AFTER: Final = 1.0
 _INSTALL_HINT: Final = "sharing through Redis needs redis-py: pip install 'contractsdk[redis]'"
 _UNREADABLE_URL: Final = (
-    "redis URL not understood: check its host, port and database number, and "
+    "redis URL not understood: check its host, port, database number and options, and "
     "percent-encode any '/', '#', '?' or '@' in the password (the URL is not shown: it "
     "may hold the password)"
 )
@@ -156,6 +157,8 @@ class SharedRedis:
             try:
                 client = aioredis.Redis.from_url(redis, **self._options)
             except ValueError:
+                client = None
+            if client is not None and not _readable(redis, client):
                 client = None
             if client is None:
                 # redis-py's message quotes the part it could not read, which may be the
@@ -385,6 +388,25 @@ def open_seal(secret: str, sealed: bytes) -> bytes | None:
     if not hmac.compare_digest(tag, expected):
         return None
     return _xor(body, _stream(encrypt, nonce, len(body)))
+
+
+def _readable(url: str, client: Redis) -> bool:
+    """Whether redis-py read all of a URL it took: a database number, options it knows.
+
+    It takes ``/notanumber`` as database 0, and an option it does not know (a misspelt
+    ``?ssl_ca_cert=``) fails only when it connects, as a ``TypeError`` that reads as Redis
+    being unreachable. A connection object is made here, not connected, to find out.
+    """
+    if url.startswith(("redis://", "rediss://")):
+        database = urllib.parse.urlsplit(url).path.strip("/")
+        if database and not database.isdigit():
+            return False
+    pool = client.connection_pool
+    try:
+        pool.connection_class(**pool.connection_kwargs)
+    except TypeError:
+        return False
+    return True
 
 
 def _redirected(exc: BaseException) -> bool:

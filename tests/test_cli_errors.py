@@ -122,7 +122,7 @@ def error_of(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
         pytest.param(
             ["--api-key", "k", "--redis", "redis://:pw@cache:port/0"],
             {},
-            "redis URL not understood (--redis): check its host, port and database number",
+            "redis URL not understood (--redis): check its host, port, database number and options",
             marks=NEEDS_REDIS,
         ),
     ],

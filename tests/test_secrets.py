@@ -396,6 +396,9 @@ BAD_REDIS_URLS = {
     "slash": f"redis://default:{REDIS_PASSWORD}/x@redis.internal:6379/0",
     "hash": f"redis://default:{REDIS_PASSWORD}#x@redis.internal:6379/0",
     "port": f"redis://default@redis.internal:{REDIS_PASSWORD}/0",
+    # Read by redis-py, and wrongly: database 0, or an option that fails only on connecting.
+    "database": f"redis://default:{REDIS_PASSWORD}@redis.internal:6379/{REDIS_PASSWORD}",
+    "option": f"redis://default@redis.internal:6379/0?x{REDIS_PASSWORD}=1",
 }
 
 
