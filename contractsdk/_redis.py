@@ -295,11 +295,16 @@ class SharedRedis:
             # Redis (a wrong password: "until it is back" never came, and the fleet ran
             # at K times the limit, with nothing said).
             refused = _refused(exc)
+            described = _described(exc)
+            if self._trip is None and _tls(self.client) and isinstance(exc, TimeoutError):
+                # A Redis without TLS reads the handshake as the start of a command and
+                # waits for the rest: it looks like a Redis that is not there.
+                described += ", TLS: no handshake answer; check that this port serves TLS"
             logger.warning(
                 "Redis %s (%s): this process paces alone at its share of the rate limit "
                 "(all of it if it never reached Redis) until Redis %s",
                 "refused this client" if refused else "is unreachable",
-                _described(exc),
+                described,
                 "accepts it" if refused else "is back",
             )
 
@@ -427,6 +432,18 @@ _REFUSALS: Final = frozenset({"ResponseError", "AuthenticationError", "Authoriza
 def _refused(exc: BaseException) -> bool:
     """Redis answered, and refused this client: a setting to fix, not an outage."""
     return any(kind.__name__ in _REFUSALS for kind in type(exc).__mro__)
+
+
+def _tls(client: Redis | RedisCluster) -> bool:
+    """Whether the client speaks TLS to Redis (a ``rediss://`` URL, or ``ssl=True``)."""
+    from redis.asyncio import RedisCluster
+    from redis.asyncio.connection import SSLConnection
+
+    if isinstance(client, RedisCluster):  # the settings of its nodes' connections
+        kind = client.nodes_manager.connection_kwargs.get("connection_class")
+    else:
+        kind = client.connection_pool.connection_class
+    return isinstance(kind, type) and issubclass(kind, SSLConnection)
 
 
 def _described(exc: BaseException) -> str:

@@ -668,6 +668,23 @@ async def test_a_tls_redis_is_shared_through_a_rediss_url(
         server.stop()
 
 
+async def test_rediss_to_a_redis_without_tls_says_so(
+    redis_server: RedisServer, limiters: list[RateLimiter], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A plain Redis reads the TLS handshake as the start of a command and waits for more.
+
+    The call times out as if nothing listened: the warning names the TLS handshake that
+    got no answer, and the client goes on alone.
+    """
+    limiter = shared_limiter(f"rediss://127.0.0.1:{redis_server.port}/0", RateLimits(write=100))
+    limiters.append(limiter)
+    with caplog.at_level(logging.WARNING, logger="contractsdk"):
+        assert len(await grant_times(limiter, 3)) == 3
+    assert not limiter.state.write.shared
+    warned = [r.getMessage() for r in caplog.records if "unreachable" in r.getMessage()]
+    assert warned and "TLS: no handshake answer" in warned[0], warned
+
+
 async def test_fallback_paces_at_this_process_share(
     redis_server: RedisServer, limiters: list[RateLimiter]
 ) -> None:
