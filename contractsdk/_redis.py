@@ -84,14 +84,31 @@ def namespace(base_url: str, identity: str) -> str:
     """Return the key prefix shared by every client of one environment and credential.
 
     Args:
-        base_url: The environment's base URL.
+        base_url: The environment's base URL. Spellings of one origin name one namespace:
+            the host's case, the scheme's default port and a trailing slash do not count
+            (a URL already spelt without them is hashed as it is).
         identity: What identifies the credential without being it (a hash of an API key,
             or an OAuth client id).
     """
-    digest = hashlib.sha256(f"{base_url}\0{identity}".encode()).hexdigest()[:24]
+    digest = hashlib.sha256(f"{_origin(base_url)}\0{identity}".encode()).hexdigest()[:24]
     # The braces are a hash tag: in a Redis Cluster every key of the namespace lands in one
     # slot, as a script's keys must (elsewhere they are two characters of the name).
     return f"contractsdk:{{{digest}}}:"
+
+
+def _origin(base_url: str) -> str:
+    """``https://API.example:443/`` as ``https://api.example``: one spelling per origin."""
+    try:
+        parts = urllib.parse.urlsplit(base_url)
+        port = parts.port
+    except ValueError:  # not a URL a client takes (check_base_url): hashed as given
+        return base_url
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    if port is not None and port != {"https": 443, "http": 80}.get(parts.scheme.lower()):
+        host = f"{host}:{port}"
+    return f"{parts.scheme.lower()}://{host}{parts.path.rstrip('/')}"
 
 
 class SharedRedis:

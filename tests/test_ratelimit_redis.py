@@ -9,6 +9,7 @@ behaviour needs (a test that hangs fails instead of stalling CI).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import json
 import logging
@@ -812,6 +813,24 @@ def test_every_key_of_a_namespace_lies_in_one_cluster_slot() -> None:
     assert len({key_slot(name.encode()) for name in names}) == 1, names
     other = SharedRedis("redis://127.0.0.1:9/0", prefix=namespace("https://api.example", "b"))
     assert other.key("write") != shared.key("write")
+
+
+def test_spellings_of_one_origin_share_one_namespace() -> None:
+    """Processes configured with ``API.`` or ``:443/`` share with those spelt plainly.
+
+    A URL spelt plainly keeps the namespace it always had (its hash is of the URL as
+    given), so processes of an older version share with newer ones through an upgrade.
+    """
+    plain = namespace("https://api.legislate.tech", "id")
+    digest = hashlib.sha256(b"https://api.legislate.tech\0id").hexdigest()[:24]
+    assert plain == f"contractsdk:{{{digest}}}:"
+    for spelling in ("https://API.Legislate.tech", "https://api.legislate.tech:443/"):
+        assert namespace(spelling, "id") == plain, spelling
+    assert namespace("http://127.0.0.1:80", "id") == namespace("http://127.0.0.1/", "id")
+    assert namespace("http://[::1]:8080/", "id") == namespace("http://[::1]:8080", "id")
+    for other in ("https://api.legislate.tech:8443", "https://sandbox.legislate.tech"):
+        assert namespace(other, "id") != plain, other
+    assert namespace("https://api.legislate.tech", "other") != plain
 
 
 async def test_a_redis_cluster_shares_one_schedule(redis_cluster: RedisClusterNodes) -> None:
