@@ -313,7 +313,8 @@ class SharedRedis:
             # at K times the limit, with nothing said).
             refused = _refused(exc)
             described = _described(exc)
-            if self._trip is None and _tls(self.client) and isinstance(exc, TimeoutError):
+            timed_out = isinstance(exc, (TimeoutError, asyncio.TimeoutError))  # two before 3.11
+            if self._trip is None and timed_out and _tls(self.client):
                 # A Redis without TLS reads the handshake as the start of a command and
                 # waits for the rest: it looks like a Redis that is not there.
                 described += ", TLS: no handshake answer; check that this port serves TLS"
