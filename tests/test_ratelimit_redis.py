@@ -263,6 +263,60 @@ async def test_a_wait_past_the_timeout_fails_at_once_when_others_share_the_rate(
     assert len(failed - at_once) <= 2, sorted(failed - at_once)
 
 
+async def test_a_quiet_spell_is_not_taken_for_other_processes_turns(
+    redis_server: RedisServer, limiters: list[RateLimiter]
+) -> None:
+    """A waiter that left before its turn, then a quiet spell: later calls are not refused.
+
+    The queue measures the gap between its own turns only while waiters follow each
+    other. A cancelled waiter left the last turn behind, and the first turn after the
+    quiet spell counted the whole spell as one gap: for seconds after it, every call
+    that found another waiting failed on arrival, though nobody else used the bucket.
+    """
+    limiter = shared_limiter(redis_server.url, RateLimits(write=40, burst=1, adaptive=False))
+    limiters.append(limiter)
+    await grant_times(limiter, 1)  # connected
+    await asyncio.sleep(0.1)  # a slot free: the first of three goes at once
+    calls = [asyncio.ensure_future(limiter.acquire("POST")) for _ in range(3)]
+    await asyncio.sleep(0.005)  # the first granted, the second the head, the third behind
+    calls[2].cancel()
+    for call in calls[:2]:
+        await limiter.record(await asyncio.wait_for(call, 10), 201, {})
+    await asyncio.sleep(3.0)
+    for _ in range(3):  # three at once need 0.05 s at 40/s: none is refused
+        grants = await asyncio.gather(*(limiter.acquire("POST", timeout=0.5) for _ in range(3)))
+        for grant in grants:
+            await limiter.record(grant, 201, {})
+        await asyncio.sleep(0.3)
+
+
+async def test_a_pause_another_process_met_is_not_taken_for_its_turns(
+    redis_server: RedisServer, limiters: list[RateLimiter]
+) -> None:
+    """A pause that another process's 429 set is counted once, not into every later turn."""
+    limits = RateLimits(write=40, burst=1, adaptive=False)
+    mine, other = (shared_limiter(redis_server.url, limits) for _ in range(2))
+    limiters += [mine, other]
+    store = shared_store(mine)
+    reserve = store.reserve_many
+    reservations = itertools.count()
+    other_grant = await other.acquire("POST")
+
+    async def reserve_after_a_pause(*args: Any, **kwargs: Any) -> list[Slot] | float:
+        # Between two of this client's turns (its head granted, the next not yet
+        # reserved), the other meets a 429: this one learns of it from its reservation.
+        if next(reservations) == 5:
+            await other.record(other_grant, 429, {"retry-after-ms": "600"})
+        return await reserve(*args, **kwargs)
+
+    store.reserve_many = reserve_after_a_pause  # type: ignore[method-assign]
+    await grant_times(mine, 7)  # the turn after the pause is among the last
+    # Alone but for one grant of the other: a waiter behind one other waits one or two
+    # intervals (0.025-0.05 s), not the pause again.
+    wait = mine._queues["write"].shared_wait(1, 0.0)
+    assert wait < 0.075, wait
+
+
 async def test_one_overload_lowers_the_shared_rate_once(
     redis_server: RedisServer, limiters: list[RateLimiter]
 ) -> None:

@@ -72,9 +72,12 @@ PROBE_STREAK = 3
 #: The longest the queue waits for a probe's answer: a request that hangs holds no one
 #: for longer.
 PROBE_WAIT = 1.0
-#: Through a shared store, the weight of each new gap between this process's turns in the
-#: moving average a newcomer's wait is projected by (:meth:`_Queue.shared_wait`).
-GAP_WEIGHT = 0.25
+#: Through a shared store, the weights of each new gap between this process's turns in the
+#: moving average a newcomer's wait is projected by (:meth:`_Queue.shared_wait`): a longer
+#: gap moves it slowly (a projection too long fails calls that would have made it), a
+#: shorter one fast (the others went quiet).
+GAP_RISE = 0.25
+GAP_FALL = 0.5
 
 
 class Grant:
@@ -200,11 +203,11 @@ class _Queue:
         # The head's slot and when it falls due; what the last batch's slots were moved
         # on by (see _placed).
         self._head: tuple[Slot, float] | None = None
-        # Shared: the seconds between this process's turns while waiters queued (others
-        # take theirs between), a moving average, and when it was last measured; the last
-        # head's slot that left waiters behind it (when it fell due, its generation).
-        self._gap = 0.0
-        self._gap_at = -math.inf
+        # Shared: the intervals between this process's turns while waiters queued (others
+        # take theirs between), a moving average from 1, and when it was last measured; the
+        # last head's slot that left waiters behind it (when it fell due, its generation).
+        self._turns = 1.0
+        self._turns_at = -math.inf
         self._last_turn: tuple[float, int] | None = None
         self._shift = 0.0
         # A probe out (the module's header), with the count of overloads it was granted
@@ -441,18 +444,30 @@ class _Queue:
         """Shared: average in the gap since the last head's slot, if it left waiters behind.
 
         The next head reserves when that one is granted: the gap is what the other
-        processes took between, plus an interval. Across a pause or a slower rate (a new
-        generation) it would count the pause, which the projection adds on its own.
+        processes took between, plus an interval, counted in intervals (so a new rate
+        keeps it). Not across a pause, or a slower rate (a new generation): the
+        projection adds the pause on its own (a pause another process met comes to this
+        one only through the store, with a reservation). The last turn is forgotten when the queue
+        empties (:meth:`_pop_head`): the next gap would hold the idle time.
         """
         last = self._last_turn
-        if last is not None and last[1] == generation:
-            gap = max(0.0, due - last[0])
-            if self._gap_at == -math.inf:
-                self._gap = gap
-            else:
-                self._gap += (gap - self._gap) * GAP_WEIGHT
-            self._gap_at = due
+        rate = self.schedule.rate
+        paused = self._paused_until() > self._clock()  # the reservation met a pause
+        if last is not None and last[1] == generation and not paused and rate:
+            # A pause that ended before the reservation is in the gap still: no more
+            # than two turns a process that shares the bucket counts.
+            most = 2.0 * max(1, self._limiter._store.live)
+            turns = min(max(0.0, due - last[0]) * rate, most)
+            if not self._turns_fresh(due, 1.0 / rate):  # none yet, or from before a quiet spell
+                self._turns = 1.0
+            weight = GAP_RISE if turns > self._turns else GAP_FALL
+            self._turns += (turns - self._turns) * weight
+            self._turns_at = due
         self._last_turn = (due, generation) if len(self._queue) > 1 else None
+
+    def _turns_fresh(self, now: float, interval: float) -> bool:
+        """The turns measured still hold: within a second, or two turns, of the last."""
+        return now - self._turns_at <= max(1.0, 2 * self._turns * interval)
 
     def shared_wait(self, position: int, paused: float) -> float:
         """Through a shared store, the seconds a newcomer behind ``position`` waiters would wait.
@@ -475,8 +490,8 @@ class _Queue:
         now = self._clock()
         interval = 1.0 / rate
         turn = interval
-        if now - self._gap_at <= max(1.0, 2 * self._gap):
-            turn = max(interval, self._gap)
+        if self._turns_fresh(now, interval):
+            turn = max(1.0, self._turns) * interval
         start = paused
         if self._wake is not None and self._head is not None:  # the head sleeps on its slot
             start = max(start, self._head[1] - now)
@@ -738,7 +753,9 @@ class _Queue:
         """Remove the head and promote the next waiter, whose future wakes it."""
         if self._queue.popleft().deadline is not None:
             self._deadlines -= 1
-        if self._queue and (future := self._queue[0].future) is not None:
+        if not self._queue:
+            self._last_turn = None  # no next turn follows it (see _measure_turn)
+        elif (future := self._queue[0].future) is not None:
             _resolve(future)
 
     def _leave(self, waiter: _Waiter) -> None:

@@ -513,6 +513,7 @@ class RedisStore:
             repr(self.max_pause),
         ]
         keys = [self._key(bucket), shared.key("clients")]
+        asked = self._clock()
         try:
             answer = await shared.call(lambda: script(keys=keys, args=args))
             reserved = self._reserved(bucket, answer, count)
@@ -529,9 +530,10 @@ class RedisStore:
                     type(exc).__name__,
                 )
             self._go_local()
-            local = self._local.take(
-                bucket, self._share(schedule), self._clock(), max_wait=max_wait
-            )
+            now = self._clock()
+            if max_wait is not None:  # a Redis that hung took its time out of the wait
+                max_wait = max(0.0, max_wait - (now - asked))
+            local = self._local.take(bucket, self._share(schedule), now, max_wait=max_wait)
             if isinstance(local, float):
                 return local
             local.tat = math.nan  # never released to Redis
