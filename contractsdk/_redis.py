@@ -156,7 +156,7 @@ class SharedRedis:
         self._looking: asyncio.Task[None] | None = None  # the PING for a Redis away
         self._found = False  # it answered: the next call tries
         if isinstance(redis, str):
-            if not redis.startswith(("redis://", "rediss://", "unix://")):
+            if not redis.lower().startswith(("redis://", "rediss://", "unix://")):
                 raise ConfigurationError(
                     "redis must be a redis://, rediss:// or unix:// URL, or a "
                     "redis.asyncio.Redis or RedisCluster"
@@ -173,7 +173,7 @@ class SharedRedis:
             client: Redis | None
             try:
                 client = aioredis.Redis.from_url(redis, **self._options)
-            except ValueError:
+            except Exception:  # redis-py's own, whose words may quote the URL
                 client = None
             if client is not None and not _readable(redis, client):
                 client = None
@@ -420,14 +420,14 @@ def _readable(url: str, client: Redis) -> bool:
     ``?ssl_ca_cert=``) fails only when it connects, as a ``TypeError`` that reads as Redis
     being unreachable. A connection object is made here, not connected, to find out.
     """
-    if url.startswith(("redis://", "rediss://")):
-        database = urllib.parse.urlsplit(url).path.strip("/")
-        if database and not database.isdigit():
+    if url.lower().startswith(("redis://", "rediss://")):
+        database = urllib.parse.unquote(urllib.parse.urlsplit(url).path).replace("/", "")
+        if database and not (database.strip().isascii() and database.strip().isdigit()):
             return False
     pool = client.connection_pool
     try:
         pool.connection_class(**pool.connection_kwargs)
-    except TypeError:
+    except Exception:  # an option it does not take, or a value it refuses
         return False
     return True
 

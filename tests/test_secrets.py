@@ -399,6 +399,9 @@ BAD_REDIS_URLS = {
     # Read by redis-py, and wrongly: database 0, or an option that fails only on connecting.
     "database": f"redis://default:{REDIS_PASSWORD}@redis.internal:6379/{REDIS_PASSWORD}",
     "option": f"redis://default@redis.internal:6379/0?x{REDIS_PASSWORD}=1",
+    # An option redis-py takes, with a value it refuses in its own words (quoting it).
+    "value": f"rediss://default@redis.internal:6379/0?ssl_cert_reqs={REDIS_PASSWORD}",
+    "protocol": f"redis://default:{REDIS_PASSWORD}@redis.internal:6379/0?protocol=4",
 }
 
 
