@@ -447,13 +447,17 @@ class _Queue:
         processes took between, plus an interval, counted in intervals (so a new rate
         keeps it). Not across a pause, or a slower rate (a new generation): the
         projection adds the pause on its own (a pause another process met comes to this
-        one only through the store, with a reservation). The last turn is forgotten when the queue
-        empties (:meth:`_pop_head`): the next gap would hold the idle time.
+        one only through the store, with a reservation). The last turn is forgotten when
+        the queue empties (:meth:`_pop_head`): the next gap would hold the idle time.
         """
         last = self._last_turn
         rate = self.schedule.rate
-        paused = self._paused_until() > self._clock()  # the reservation met a pause
-        if last is not None and last[1] == generation and not paused and rate:
+        if (
+            last is not None
+            and last[1] == generation
+            and rate
+            and self._paused_until() <= self._clock()  # the reservation met no pause
+        ):
             # A pause that ended before the reservation is in the gap still: no more
             # than two turns a process that shares the bucket counts.
             most = 2.0 * max(1, self._limiter._store.live)
