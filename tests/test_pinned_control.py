@@ -106,23 +106,46 @@ def test_the_remaining_zero_plateau_holds_the_rate_then_climbs_slowly() -> None:
 
 def test_a_named_limit_makes_the_plateau_probe_slowly() -> None:
     """With a limit in the headers, the plateau's K is K_MAX (the limit is trusted)."""
-    named = attrs.evolve(EXHAUSTED, hint=1000.0)
-    plateau = decide(Control(rate=80.0, phase="slow"), named, now=10.0).control
-    assert plateau.k == K_MAX
+    named = attrs.evolve(EXHAUSTED, hint=100.0)  # a slow start at PACING of it already
+    plateau = decide(Control(rate=99.0, phase="slow"), named, now=10.0).control
+    assert (plateau.rate, plateau.k) == (99.0, K_MAX)
 
 
 def test_the_remaining_zero_plateau_is_set_once_per_epoch() -> None:
-    """A server with a burst of 1 says remaining 0 after every request: the rate still climbs."""
+    """A server with a burst of 1 says remaining 0 after every request: the rate still climbs.
+
+    Every answer is such a hint, so the climb must come through them: the plateau's
+    epoch had the rate pinned at the slow start's, 20/s for a limit of 40 (0.5 R).
+    """
     plateau = decide(Control(rate=80.0, phase="slow"), EXHAUSTED, now=10.0).control
-    climbed = grow(plateau, ceiling=None, sent=200.0, backlogged=True, now=20.0)
-    again = decide(climbed, EXHAUSTED, now=20.0)
-    assert again.control == climbed
+    again = decide(plateau, EXHAUSTED, now=10.0 + 3 * CUBIC_K).control
+    assert again == grow(plateau, ceiling=None, sent=0.0, backlogged=False, now=10.0 + 3 * CUBIC_K)
+    assert (again.w_max, again.hinted) == (80.0, True)
+    assert again.rate is not None and again.rate > 80.0
 
 
 def test_the_plateau_is_not_set_below_w() -> None:
-    """Climbing back toward W after a decrease, remaining 0 does not stop the climb."""
+    """Climbing back toward W after a decrease, remaining 0 does not stop the climb.
+
+    It held the rate where the decrease left it: a client told 40/s against a server of
+    40/s with a burst of 1 stayed at 31.7/s after two 429s.
+    """
     below = cubic(w_max=100.0)  # at 90, under W
-    assert decide(below, EXHAUSTED, now=1.0).control == below
+    climbed = decide(below, EXHAUSTED, now=1.0).control
+    assert climbed == grow(below, ceiling=None, sent=0.0, backlogged=False, now=1.0)
+    assert (climbed.w_max, climbed.hinted) == (100.0, False)
+    assert climbed.rate is not None and 90.0 < climbed.rate < 100.0
+
+
+def test_a_slow_start_told_the_limit_by_a_remaining_zero_answer_jumps_to_it() -> None:
+    """A named limit wins over the plateau: a burst-1 server names it on an empty counter.
+
+    Its every answer says remaining 0; the plateau at the slow start's rate came first
+    and the limit the same headers named was never reached.
+    """
+    named = attrs.evolve(EXHAUSTED, hint=40.0)
+    jumped = decide(Control(rate=20.0, phase="slow"), named, now=1.0).control
+    assert (jumped.phase, jumped.rate, jumped.w_max) == ("cubic", 40.0 * PACING, 40.0 * PACING)
 
 
 def test_a_curve_not_all_used_grows_no_further_than_twice_what_is_sent() -> None:

@@ -271,6 +271,23 @@ def test_at_a_low_rate_probes_are_spaced_by_requests() -> None:
     assert control.k_base == K_LONGEST < PROBE_SPACING / 1.0
 
 
+def test_a_probe_that_costs_a_named_pause_is_made_more_rarely() -> None:
+    """A 429 whose ``Retry-After`` stands the bucket still costs that pause's requests too.
+
+    At 100/s a bare 429 costs one request, and K stops at K_MAX; a 429 saying
+    ``Retry-After: 1`` costs a second's worth, and K doubles on to K_LONGEST. A burst-1
+    server that rounds its wait up to a second stood the client still for a second at
+    every probe, some 10 s apart.
+    """
+    refused = Observation(status=429, backlogged=True, epoch_age=5, answered=500, admitted=500)
+    paused = attrs.evolve(refused, hints=RateLimitHints(retry_after=1.0))
+    for observation, most in ((refused, K_MAX), (paused, K_LONGEST)):
+        control = attrs.evolve(cubic(w_max=100.0), rate=100.0)
+        for _ in range(6):
+            control = attrs.evolve(decide(control, observation).control, rate=100.0)
+        assert control.k_base == most
+
+
 def test_cubic_climbs_back_to_w_in_k_then_probes_above() -> None:
     """The curve is back at W after K busy seconds, and above it later."""
     control = cubic(w_max=100.0)

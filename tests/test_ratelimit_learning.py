@@ -68,6 +68,28 @@ async def test_429_lowers_the_rate_and_it_climbs_back() -> None:
     assert rates[0] < 100 * PACING
 
 
+async def test_an_epoch_is_measured_from_the_end_of_its_retry_after_pause() -> None:
+    """A 429 after half a second of sending that follows a 1-s pause lowers the rate.
+
+    The busy clock counts no more of a pause than of any gap between events, and the
+    epoch began the whole pause ahead of it: it read 0.75 s younger than it was, and its
+    429s were taken for the last overload draining (a pause of 1 s each, the rate kept:
+    a burst-1 server of 40/s that says ``Retry-After: 1`` held its client at 0.25 R).
+    """
+    clock = FakeClock()
+    limiter = make_limiter(clock, RateLimits())
+    await drive(clock, limiter, 1.0)
+    await answer(limiter, "POST", 429, {"Retry-After": "1"})  # the slow start ends
+    queue = limiter._queues["write"]
+    assert (queue.epoch, limiter.state.write.paused_for) == (1, 1.0)
+    await drive(clock, limiter, 1.5)  # the pause, then half a second of sending
+    climbed = limiter.state.write.rate
+    await answer(limiter, "POST", 429, {"Retry-After": "1"})
+    assert queue.epoch == 2
+    lowered = limiter.state.write.rate
+    assert climbed is not None and lowered is not None and lowered < climbed
+
+
 async def test_learning_never_exceeds_a_tiny_ceiling() -> None:
     """A configured rate under the learning's floor (0.5/s) still bounds the learned rate."""
     clock = FakeClock()

@@ -39,6 +39,21 @@ async def test_learns_an_unknown_limit(kind: str) -> None:
     assert all(rate is not None and rate >= 30 for rate in last)  # no collapse
 
 
+@pytest.mark.parametrize(
+    ("kind", "least"), [("token-bucket+headers", 0.8), ("token-bucket+emulator-headers", 0.7)]
+)
+async def test_a_burst_1_server_that_names_its_limit_is_learnt(kind: str, least: float) -> None:
+    """Every answer of a server without a burst says remaining 0: the rate still climbs.
+
+    The first such answer set a plateau at the slow start's 20/s, and every later one
+    kept the rate there (0.50 R at 40/s, 0.20 R at 100/s). The round trips' spread makes
+    some requests meet the server under an interval apart, whatever the pacing: the rate
+    settles under R (the emulator's headers: ``Retry-After`` rounded up to a second).
+    """
+    run = await learn(kind, RateLimits(), rate=40, burst=1, seconds=20, latency=0.005)
+    assert run.steady_per_second >= least * 40
+
+
 async def test_each_429_is_counted_by_the_epoch_its_request_was_granted_in() -> None:
     """The run's 429s by epoch (the bench's ``429s slow/1st/later``): the slow start ends at one.
 

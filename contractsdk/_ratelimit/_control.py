@@ -59,8 +59,9 @@ What it decides, per bucket:
 * **Climb.** CUBIC in relative form, ``W * (1 + c * (t - K)**3)``: fast while far below W,
   flat around it, then probing above in case the limit rose. K is a few busy seconds
   whatever the rate, so 25/s and 1,000/s converge alike, and doubles (to ``K_MAX``, or at
-  a low rate to ``PROBE_SPACING`` requests' worth) each time a decrease finds W where the
-  last one did: a limit found again and again is probed, and overrun, less and less often.
+  a low rate to ``PROBE_SPACING`` requests' worth, each 429 counted with the requests its
+  ``Retry-After`` stands still for) each time a decrease finds W where the last one did: a
+  limit found again and again is probed, and overrun, less and less often.
   Such a decrease cuts by ``SAME_BETA`` only: the limit is known, and a step under it
   lets the server recover.
 * **A limit the server names is a ceiling for the learning.** ``X-RateLimit-Limit`` (or
@@ -71,8 +72,9 @@ What it decides, per bucket:
 * **Remaining 0 is a hint, not a collapse.** A success that says the server's counter ran
   out means its bucket is empty now, not that the rate is wrong (a server with a burst of
   1 says it after every request). It empties the client's bucket (no burst into an empty
-  server) and, once per epoch, stops a slow start or a probe at the rate in use; it never
-  lowers the rate.
+  server) and, once per epoch, stops a slow start or a probe at the rate in use (a slow
+  start under a limit the same headers name jumps there instead); it never lowers the
+  rate, nor holds back a curve climbing back to W.
 * **Pauses.** A 429 (or 5xx) with ``Retry-After`` pauses the bucket that long (on a 429
   whose counter is empty, until its reset if ``Retry-After`` is that reset rounded up to
   whole seconds); a 429 that says the counter is empty pauses until its reset; a bare
@@ -417,7 +419,12 @@ def _measures(observation: Observation) -> bool:
 
 
 def _decrease(
-    control: Control, rate: float, observation: Observation, ceiling: float | None, now: float
+    control: Control,
+    rate: float,
+    observation: Observation,
+    ceiling: float | None,
+    now: float,
+    cost: float = 1.0,
 ) -> Control:
     """A fresh 429: W is what overloaded the server; the rate drops to ``beta * W``."""
     slow = control.phase == "slow"
@@ -443,7 +450,7 @@ def _decrease(
         # window's memory, which is not taken for the limit.)
         same = control.w_max > 0 and abs(w_max - control.w_max) <= SAME_W * control.w_max
         if same and not memory:
-            beta, k = SAME_BETA, min(control.k_base * 2, _k_most(w_max))
+            beta, k = SAME_BETA, min(control.k_base * 2, _k_most(w_max, cost))
         if observation.scale > 1:
             # A fleet overruns the limit by one reservation per process before a 429
             # reaches them all: probe for a higher limit half as often.
@@ -472,9 +479,9 @@ def _last_second(control: Control, observation: Observation) -> float:
     return min(observation.admitted_second * observation.scale, control.w_max)
 
 
-def _k_most(w_max: float) -> float:
+def _k_most(w_max: float, cost: float = 1.0) -> float:
     """The most K doubles to for a limit found again at ``w_max``: probes spaced by requests."""
-    return max(K_MAX, min(PROBE_SPACING / w_max, K_LONGEST))
+    return max(K_MAX, min(PROBE_SPACING * cost / w_max, K_LONGEST))
 
 
 def _k(k_base: float, start: float) -> float:
@@ -567,14 +574,11 @@ def _aim_at_quota(control: Control, rate: float, observation: Observation, now: 
 
 
 def _plateau(control: Control, rate: float, observation: Observation, now: float) -> Control:
-    """Remaining 0 on a success: settle at the rate in use instead of climbing past it.
+    """Settle at ``rate``: W there, the curve flat at it, then probing above it slowly.
 
-    Once per epoch, and only when the rate is at or above W (leaving a slow start, or
-    probing above W): a server whose burst is 1 says it after every request, and must
-    not pin the rate for ever. The rate itself is never lowered.
+    Remaining 0 on a success sets it at the rate in use (when :func:`_plateaus`); a slow
+    start under a limit the headers name jumps to it. The rate is never lowered.
     """
-    if control.hinted or (control.phase == "cubic" and rate < control.w_max):
-        return control
     # A limit the server named (or the edge of its counter) is trusted: probe it slowly.
     k = K_MAX if observation.hint is not None else control.k_base
     return attrs.evolve(
@@ -588,6 +592,17 @@ def _plateau(control: Control, rate: float, observation: Observation, now: float
         stamp=now,
         hinted=True,
     )
+
+
+def _plateaus(control: Control, rate: float) -> bool:
+    """Whether a remaining-0 hint settles the rate: once per epoch, at or above W.
+
+    Otherwise the answer is a success like any other, and the curve grows. A server whose
+    burst is 1 says it after every request: taken for the hint every time, it pinned a
+    slow start at 20/s for a limit of 40 and held a told client at the 31.7/s a decrease
+    had left it at.
+    """
+    return not control.hinted and not (control.phase == "cubic" and rate < control.w_max)
 
 
 def _first_strike(control: Control, rate: float, ceiling: float | None, now: float) -> bool:
@@ -732,23 +747,25 @@ def step(
         elif _same_run(control, observation):
             strike_goes_on = True
         elif control.phase != "cubic" or _measures(observation):
-            control = _decrease(control, rate, observation, ceiling, now)
+            cost = 1.0 + (pause or 0.0) * rate
+            control = _decrease(control, rate, observation, ceiling, now, cost)
         elif _out_of_quota(control, observation):
             control = _aim_at_quota(control, rate, observation, now)
         # else: the overload the last decrease answered, still draining, or an epoch of
         # nothing but 429s: back off only.
         rate = control.rate
+    elif adaptive and not throttled and _below_hint(control, observation.hint):
+        assert observation.hint is not None
+        control = _plateau(control, observation.hint * PACING, observation, now)
     elif (
         observation.exhausted
         and adaptive
         and rate is not None
         and not throttled
         and control.phase != "paced"
+        and _plateaus(control, rate)
     ):
         control = _plateau(control, rate, observation, now)
-    elif adaptive and not throttled and _below_hint(control, observation.hint):
-        assert observation.hint is not None
-        control = _plateau(control, observation.hint * PACING, observation, now)
     elif adaptive and not throttled and not _draining(observation):
         control = grow(
             control,

@@ -475,8 +475,10 @@ class RateLimiter:
             _log_step(grant.bucket, status_code, start, new, decision.pause)
         if new.epoch != queue.epoch:
             # The epoch is measured from the end of its pause: waiting out a Retry-After
-            # is not sending at the new rate.
-            queue.new_epoch(new.epoch, busy + decision.pause)
+            # is not sending at the new rate. The busy clock counts no more of a pause
+            # than of any gap between events: started a whole 1-s pause ahead of it, an
+            # epoch read 0.75 s younger than it was, and its 429s did not lower the rate.
+            queue.new_epoch(new.epoch, busy + min(decision.pause, queue.schedule.busy_cap))
         if decision.pause > 0 or (
             queue.schedule.rate is not None
             and old_schedule.rate is not None
