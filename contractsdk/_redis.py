@@ -418,15 +418,21 @@ def _readable(url: str, client: Redis) -> bool:
 
     It takes ``/notanumber`` as database 0, and an option it does not know (a misspelt
     ``?ssl_ca_cert=``) fails only when it connects, as a ``TypeError`` that reads as Redis
-    being unreachable. A connection object is made here, not connected, to find out.
+    being unreachable; so do ``unix://name.sock`` (no path: the name is the host part) and
+    ``?ssl_min_version=99``. A connection object is made here, not connected, to find out.
     """
     if url.lower().startswith(("redis://", "rediss://")):
         database = urllib.parse.unquote(urllib.parse.urlsplit(url).path).replace("/", "")
         if database and not (database.strip().isascii() and database.strip().isdigit()):
             return False
     pool = client.connection_pool
+    options = pool.connection_kwargs
+    if url.lower().startswith("unix:") and not options.get("path"):
+        return False  # unix://name.sock: the name read as a host, and no socket path
     try:
-        pool.connection_class(**pool.connection_kwargs)
+        pool.connection_class(**options)
+        if options.get("ssl_min_version") is not None:
+            ssl.TLSVersion(options["ssl_min_version"])  # taken as any number until it connects
     except Exception:  # an option it does not take, or a value it refuses
         return False
     return True

@@ -118,6 +118,8 @@ class RedisServer:
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self._dir = tempfile.TemporaryDirectory(prefix="contractsdk-redis-")
         self._process: subprocess.Popen[bytes] | None = None
+        #: The same server through a unix socket in its folder.
+        self.socket_url = f"unix://{self._dir.name}/redis.sock?db=0"
 
     def start(self) -> None:
         """Start the server and wait until it accepts connections."""
@@ -136,6 +138,10 @@ class RedisServer:
                 self._dir.name,
                 "--loglevel",
                 "warning",
+                "--unixsocket",
+                f"{self._dir.name}/redis.sock",
+                "--unixsocketperm",
+                "700",
                 *(["--cluster-enabled", "yes"] if self.cluster else []),
                 *(self._tls_arguments() if self.tls_port else []),
             ],

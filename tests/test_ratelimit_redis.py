@@ -725,6 +725,23 @@ async def test_a_tls_redis_is_shared_through_a_rediss_url(
         server.stop()
 
 
+async def test_a_unix_socket_url_shares(
+    redis_server: RedisServer, limiters: list[RateLimiter]
+) -> None:
+    """``unix:///path/redis.sock`` shares as a ``redis://`` URL does.
+
+    ``unix://redis.sock`` names no path (the name reads as the host part): redis-py took
+    it and failed on every call, reported as Redis unreachable; it is refused when the
+    client is made now, as any URL it cannot read is.
+    """
+    limiter = shared_limiter(redis_server.socket_url, RateLimits(write=100))
+    limiters.append(limiter)
+    await grant_times(limiter, 3)
+    assert limiter.state.write.shared
+    with pytest.raises(ConfigurationError, match="redis URL not understood"):
+        SharedRedis("unix://redis.sock", prefix=PREFIX)
+
+
 async def test_rediss_to_a_redis_without_tls_says_so(
     redis_server: RedisServer, limiters: list[RateLimiter], caplog: pytest.LogCaptureFixture
 ) -> None:

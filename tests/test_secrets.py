@@ -402,6 +402,10 @@ BAD_REDIS_URLS = {
     # An option redis-py takes, with a value it refuses in its own words (quoting it).
     "value": f"rediss://default@redis.internal:6379/0?ssl_cert_reqs={REDIS_PASSWORD}",
     "protocol": f"redis://default:{REDIS_PASSWORD}@redis.internal:6379/0?protocol=4",
+    # Taken by redis-py, and failing only on connecting, as Redis unreachable: a unix
+    # socket named without a path (the name reads as the host), a TLS version it has not.
+    "socket": f"unix://default:{REDIS_PASSWORD}@relative.sock",
+    "tls version": f"rediss://default:{REDIS_PASSWORD}@redis.internal:6379/0?ssl_min_version=99",
 }
 
 
