@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -189,6 +190,11 @@ class RedisServer:
         if process is not None and process.poll() is None:
             process.kill()
             process.wait(timeout=10)
+
+    def pause(self, paused: bool = True) -> None:
+        """Stop the server where it is (SIGSTOP), or let it go on (SIGCONT): a Redis that hangs."""
+        assert self._process is not None
+        self._process.send_signal(signal.SIGSTOP if paused else signal.SIGCONT)
 
     def stop(self) -> None:
         """Stop the server and remove its directory."""

@@ -725,6 +725,28 @@ async def test_a_tls_redis_is_shared_through_a_rediss_url(
         server.stop()
 
 
+async def test_a_redis_that_hangs_never_makes_a_call_go_past_its_timeout() -> None:
+    """A call whose slot comes from a Redis that hung past the call's timeout fails.
+
+    The Redis call took its own timeout (0.25 s), and the fallback then had a slot free:
+    the call went out anyway, 0.25 s after it came with a timeout of 0.1 s.
+    """
+    server = RedisServer()
+    server.start()
+    limiter = shared_limiter(server.url, RateLimits(write=20, adaptive=False))
+    try:
+        await grant_times(limiter, 1)
+        assert limiter.state.write.shared
+        server.pause()
+        with pytest.raises(RateLimiterTimeoutError) as caught:
+            await asyncio.wait_for(limiter.acquire("POST", timeout=0.1), 10)
+        assert caught.value.wait > 0.1
+    finally:
+        server.pause(False)
+        await limiter.aclose()
+        server.stop()
+
+
 async def test_a_unix_socket_url_shares(
     redis_server: RedisServer, limiters: list[RateLimiter]
 ) -> None:
