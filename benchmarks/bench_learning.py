@@ -182,13 +182,12 @@ def _cases(args: argparse.Namespace) -> list[Case]:
             for kind in args.kinds
             if _bare(kind)
         ]
+    busy = (args.busy, IDLE, args.busy)
     if not args.quick:
         cases += [
             Case("token-bucket/x", NO_BURST_RATE, 1, (d,), told, "no burst")
             for told in (None, (NO_BURST_RATE, None))
         ]
-    busy = (args.busy, IDLE, args.busy)
-    if not args.quick:
         cases.append(Case("token-bucket/x", 100.0, 20, busy, (100.0, 20), "idle, told right"))
     cases.append(Case("token-bucket/x", 50.0, 20, busy, (100.0, None), "idle, told wrong"))
     return cases

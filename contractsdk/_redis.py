@@ -421,13 +421,14 @@ def _readable(url: str, client: Redis) -> bool:
     being unreachable; so do ``unix://name.sock`` (no path: the name is the host part) and
     ``?ssl_min_version=99``. A connection object is made here, not connected, to find out.
     """
-    if url.lower().startswith(("redis://", "rediss://")):
+    lowered = url.lower()
+    if lowered.startswith(("redis://", "rediss://")):
         database = urllib.parse.unquote(urllib.parse.urlsplit(url).path).replace("/", "")
         if database and not (database.strip().isascii() and database.strip().isdigit()):
             return False
     pool = client.connection_pool
     options = pool.connection_kwargs
-    if url.lower().startswith("unix:") and not options.get("path"):
+    if lowered.startswith("unix:") and not options.get("path"):
         return False  # unix://name.sock: the name read as a host, and no socket path
     try:
         pool.connection_class(**options)

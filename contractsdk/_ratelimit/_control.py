@@ -424,9 +424,12 @@ def _decrease(
     observation: Observation,
     ceiling: float | None,
     now: float,
-    cost: float = 1.0,
+    cost: float,
 ) -> Control:
-    """A fresh 429: W is what overloaded the server; the rate drops to ``beta * W``."""
+    """A fresh 429: W is what overloaded the server; the rate drops to ``beta * W``.
+
+    ``cost``: the requests the 429 cost, itself and those its named pause stood still for.
+    """
     slow = control.phase == "slow"
     young = _young(observation)
     last_second = _last_second(control, observation)
@@ -479,7 +482,7 @@ def _last_second(control: Control, observation: Observation) -> float:
     return min(observation.admitted_second * observation.scale, control.w_max)
 
 
-def _k_most(w_max: float, cost: float = 1.0) -> float:
+def _k_most(w_max: float, cost: float) -> float:
     """The most K doubles to for a limit found again at ``w_max``: probes spaced by requests."""
     return max(K_MAX, min(PROBE_SPACING * cost / w_max, K_LONGEST))
 
