@@ -111,6 +111,20 @@ def test_a_named_limit_makes_the_plateau_probe_slowly() -> None:
     assert (plateau.rate, plateau.k) == (99.0, K_MAX)
 
 
+def test_a_plateau_well_under_a_named_limit_probes_at_the_usual_k() -> None:
+    """Remaining 0 at half the limit the headers name is a counter without a burst.
+
+    A server whose burst is 1 says it after every request: with K_MAX there, a jitter 429
+    that cut a learning client to 20/s for a named limit of 40 held it near 20/s.
+    """
+    named = attrs.evolve(EXHAUSTED, hint=40.0)
+    probing = attrs.evolve(cubic(w_max=19.5), rate=20.0)
+    plateau = decide(probing, named, now=30.0).control
+    assert (plateau.rate, plateau.k, plateau.hinted) == (20.0, probing.k_base, True)
+    later = grow(plateau, ceiling=None, sent=20.0, backlogged=True, now=30.0 + 3 * CUBIC_K)
+    assert later.rate is not None and later.rate > 40.0 * PACING
+
+
 def test_the_remaining_zero_plateau_is_set_once_per_epoch() -> None:
     """A server with a burst of 1 says remaining 0 after every request: the rate still climbs.
 

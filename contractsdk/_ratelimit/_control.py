@@ -582,8 +582,11 @@ def _plateau(control: Control, rate: float, observation: Observation, now: float
     Remaining 0 on a success sets it at the rate in use (when :func:`_plateaus`); a slow
     start under a limit the headers name jumps to it. The rate is never lowered.
     """
-    # A limit the server named (or the edge of its counter) is trusted: probe it slowly.
-    k = K_MAX if observation.hint is not None else control.k_base
+    # A limit the server named is trusted: at it, probe slowly. Not the edge of a counter
+    # well under it: a server without a burst says remaining 0 after every request, and a
+    # decrease by a jitter 429 left a learning client at 0.5 R for a limit of 40 it named.
+    named = observation.hint is not None and rate >= observation.hint * PACING * (1 - SAME_W)
+    k = K_MAX if named else control.k_base
     return attrs.evolve(
         control,
         rate=rate,
