@@ -20,6 +20,7 @@ from contractsdk._ratelimit._control import (
     PROBE_FLOOR,
     SEND_RATE_CLAMP,
     SLOW_START_DOUBLING,
+    UNSURE_K,
     Control,
     Observation,
     grow,
@@ -196,6 +197,20 @@ def test_a_strike_run_probes_at_the_floor_spread_by_the_jitter() -> None:
     control = decide(told, at_limit, now=0.81, ceiling=100.0).control
     run = decide(control, Observation(status=429, streak=2), now=0.82, ceiling=100.0, jitter=0.5)
     assert run.pause == pytest.approx(PROBE_FLOOR * 0.5)
+
+
+@pytest.mark.parametrize(("admitted", "k"), [(60, UNSURE_K), (100, CUBIC_K)])
+def test_a_w_held_at_half_the_rate_in_use_is_probed_sooner(admitted: int, k: float) -> None:
+    """An epoch that admitted under MAX_CUT of the rate in use: W is held there, K halves.
+
+    Such a measure is a sliding log's memory of a slow start, or a server without a burst
+    refusing the jitter, more often than the limit: levelled off at half a sliding log's
+    limit of 1,000/s with the usual K, the curve took the rest of an 8-s run to climb back.
+    """
+    observation = Observation(status=429, epoch_age=2.0, answered=110, admitted=admitted)
+    left = decide(cubic(w_max=100.0), observation).control  # at 90/s: 30 or 50/s measured
+    assert left.w_max == pytest.approx(max(admitted / 2.0, 90.0 * MAX_CUT))
+    assert left.k_base == left.k == pytest.approx(k)
 
 
 def test_w_is_at_most_what_was_sent_when_the_rate_was_not_all_used() -> None:

@@ -37,7 +37,9 @@ What it decides, per bucket:
   overshot it by as much as the server's burst hid; shared, this process's admitted rate
   times the processes; the rate in use if it was refused within its first
   ``MIN_ANSWERS`` answers, too few to measure by), cut by ``FIRST_BETA``. Later cuts keep
-  at least ``MAX_CUT`` of the rate in use.
+  at least ``MAX_CUT`` of the rate in use; a measure under that is more often a window's
+  memory or a server without a burst refusing the jitter than the limit, and the curve
+  comes back to that W, and probes past it, in ``UNSURE_K`` instead of ``CUBIC_K``.
 * **A window's memory.** An epoch younger than a second that admitted less than
   ``ECHO_SHARE`` of what it sent is a window still remembering the last overload (a
   sliding log admits only as its entries of a second ago expire), and so is a 429 for a
@@ -151,6 +153,8 @@ SAME_BETA: Final = 0.95
 #: K_MAX, each time a decrease finds W within SAME_W of where the last one did, so a
 #: limit found again and again is probed (and overrun) less and less often.
 CUBIC_K: Final = 2.0
+#: K after a decrease whose measure fell under ``MAX_CUT`` of the rate in use (W held there).
+UNSURE_K: Final = 1.0
 K_MAX: Final = 8.0
 SAME_W: Final = 0.05
 #: A probe past a known limit costs a 429 or two whatever the rate, so at a low rate K
@@ -469,6 +473,14 @@ def _decrease(
         start = _clamp(w_max * beta, ceiling)
         target = max(w_max, rate, last_second)
         return _curve(control, start, target, start / target, k, now)
+    if measured < rate * MAX_CUT:
+        # The epoch admitted less than half the rate in use, and W is held at that half:
+        # a measure this far under is a sliding log's memory of a slow start a second
+        # ago, or a server without a burst refusing the jitter, more often than the
+        # limit. The curve returns to W, and probes past it, twice as fast (levelled off
+        # at half a sliding log's limit of 1,000/s, it took the rest of an 8-s run to
+        # climb back).
+        k = min(k, UNSURE_K)
     return _curve(control, _clamp(w_max * beta, ceiling), w_max, beta, k, now)
 
 
