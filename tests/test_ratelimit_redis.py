@@ -747,6 +747,33 @@ async def test_a_redis_that_hangs_never_makes_a_call_go_past_its_timeout() -> No
         server.stop()
 
 
+async def test_a_call_fails_at_its_timeout_however_long_redis_may_take() -> None:
+    """A hung Redis call is not waited out: the call fails at its own timeout.
+
+    The Redis call's timeout here is 5 s, the call's 0.1 s; the call failed once the Redis
+    call did, 5 s after it came. The Redis call goes on: answered once Redis resumes, it
+    leaves the client shared (not taken for down over one caller's short timeout).
+    """
+    server = RedisServer()
+    server.start()
+    shared = SharedRedis(server.url, prefix=PREFIX, timeout=5.0)
+    limiter = RateLimiter(
+        RateLimits(write=20, adaptive=False), store=lambda initial: RedisStore(shared, initial)
+    )
+    try:
+        await grant_times(limiter, 1)
+        server.pause()
+        with pytest.raises(RateLimiterTimeoutError):
+            await asyncio.wait_for(limiter.acquire("POST", timeout=0.1), 2.5)
+        server.pause(False)
+        await grant_times(limiter, 2)
+        assert limiter.state.write.shared
+    finally:
+        server.pause(False)
+        await limiter.aclose()
+        server.stop()
+
+
 async def test_a_unix_socket_url_shares(
     redis_server: RedisServer, limiters: list[RateLimiter]
 ) -> None:

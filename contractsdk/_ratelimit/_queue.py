@@ -32,7 +32,7 @@ import itertools
 import math
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from contractsdk._exceptions import RateLimiterTimeoutError
 
@@ -197,6 +197,8 @@ class _Queue:
         self._generation = 0  # moved by every pause and slower rate: older slots are void
         self._refill: asyncio.Task[None] | None = None
         self._returning: set[asyncio.Task[None]] = set()  # slots left over, being given back
+        # Reservations a waiter gave up on at its deadline, still out (their slots go back).
+        self._late: set[asyncio.Future[list[Slot] | float]] = set()
         self._trips = 0
         self.round_trip = 0.0
         self._behind = False  # the last reservation found the shared schedule behind us
@@ -519,7 +521,8 @@ class _Queue:
         limiter = self._limiter
         while self._held or self._refill is not None:
             if not self._held and self._refill is not None:
-                await asyncio.wait((self._refill,))  # its slots, or none: then reserve
+                # Its slots, or none: then reserve. Not past the deadline (a Redis hung).
+                await self._by_deadline(self._refill, waiter)
                 continue
             slot, due, generation = self._held[0]
             if generation != self._generation or due < limiter._clock() - LATENESS:
@@ -536,7 +539,7 @@ class _Queue:
         generation = self._generation
         count = self._batch(len(self._queue))
         paused = self._paused_until()
-        slots = await limiter._store.reserve_many(self.name, schedule, count, max_wait=max_wait)
+        slots = await self._reserve(waiter, schedule, count, max_wait)
         after = limiter._clock()
         self._pause_news(paused, after)
         if isinstance(slots, float):
@@ -548,6 +551,53 @@ class _Queue:
         # holds them back.
         self._behind = first.wait < self.round_trip and len(self._queue) > 1
         return first, due
+
+    async def _reserve(
+        self, waiter: _Waiter, schedule: Schedule, count: int, max_wait: float | None
+    ) -> list[Slot] | float:
+        """The store's reservation for the head; shared, given up at the waiter's deadline.
+
+        A Redis that hangs holds a call for the call's own timeout (up to half a second,
+        or what the client was configured with): a waiter with a shorter deadline failed
+        that much late. The call goes on, so a Redis slow for one caller's short deadline
+        is not taken for down, and what it reserves goes back when it comes.
+        """
+        store = self._limiter._store
+        reserving = store.reserve_many(self.name, schedule, count, max_wait=max_wait)
+        if store.synchronous or waiter.deadline is None:
+            return await reserving
+        task = asyncio.ensure_future(reserving)
+        try:
+            await self._by_deadline(task, waiter)
+        except RateLimiterTimeoutError:
+            self._late.add(task)
+            task.add_done_callback(self._late_reservation)
+            raise
+        except BaseException:
+            task.cancel()
+            raise
+        return task.result()
+
+    async def _by_deadline(self, task: asyncio.Future[Any], waiter: _Waiter) -> None:
+        """Wait for ``task``, or fail the waiter at its deadline (``task`` goes on)."""
+        if waiter.deadline is None:
+            await asyncio.wait((task,))
+            return
+        left = waiter.deadline - self._limiter._clock()
+        done, _ = await asyncio.wait((task,), timeout=max(0.0, left) + _EPSILON)
+        if not done:
+            raise self._timeout_error(self._limiter._clock() - waiter.arrived, waiter)
+
+    def _late_reservation(self, task: asyncio.Future[list[Slot] | float]) -> None:
+        """A reservation given up on came back: its slots go back (nobody waits for them)."""
+        self._late.discard(task)
+        if task.cancelled() or task.exception() is not None:
+            return
+        slots = task.result()
+        if isinstance(slots, list):
+            returning = asyncio.get_running_loop().create_task(_quietly(self._give_back(slots)))
+            self._returning.add(returning)
+            returning.add_done_callback(self._returning.discard)
 
     def _lead(self) -> float:
         """Slots that fall due during one round trip to the store, when it holds us back.
@@ -726,6 +776,11 @@ class _Queue:
         if refill is not None:
             refill.cancel()
             await asyncio.wait((refill,))
+        late = tuple(self._late)
+        for task in late:
+            task.cancel()
+        if late:
+            await asyncio.wait(late)
         if self._returning:
             await asyncio.wait(self._returning)
 
