@@ -595,9 +595,7 @@ class _Queue:
             return
         slots = task.result()
         if isinstance(slots, list):
-            returning = asyncio.get_running_loop().create_task(_quietly(self._give_back(slots)))
-            self._returning.add(returning)
-            returning.add_done_callback(self._returning.discard)
+            self._give_back_later(slots)
 
     def _lead(self) -> float:
         """Slots that fall due during one round trip to the store, when it holds us back.
@@ -751,7 +749,11 @@ class _Queue:
 
     def _return_held(self) -> None:
         """Give the slots reserved ahead back in the background: nobody is left to take them."""
-        task = asyncio.get_running_loop().create_task(_quietly(self._give_back(self._drop_held())))
+        self._give_back_later(self._drop_held())
+
+    def _give_back_later(self, slots: list[Slot]) -> None:
+        """Give ``slots`` back in the background (:meth:`stop` waits for it)."""
+        task = asyncio.get_running_loop().create_task(_quietly(self._give_back(slots)))
         self._returning.add(task)
         task.add_done_callback(self._returning.discard)
 
