@@ -387,10 +387,10 @@ class _Queue:
             slot, due = await self._take_slot(waiter, schedule)
             now = limiter._clock()
             if shared and waiter.deadline is not None and now > waiter.deadline + _EPSILON:
-                # The store took the rest of the timeout and more (a Redis that hung until
-                # its own timeout, then this process's share): the slot goes back, and the
-                # call fails instead of going late (granted 0.456 s after it came, with a
-                # timeout of 0.3 s).
+                # The store's answer came past the deadline (within a timer's slack of
+                # it: :meth:`_reserve` gives up at the deadline itself): the slot goes
+                # back, and the call fails instead of going late (before the store's call
+                # was given up on, granted 0.456 s after it came, with a timeout of 0.3 s).
                 await _quietly(self._give_back([slot]))
                 raise self._timeout_error(now - waiter.arrived, waiter)
             if shared:
@@ -583,10 +583,18 @@ class _Queue:
         if waiter.deadline is None:
             await asyncio.wait((task,))
             return
-        left = waiter.deadline - self._limiter._clock()
-        done, _ = await asyncio.wait((task,), timeout=max(0.0, left) + _EPSILON)
-        if not done:
-            raise self._timeout_error(self._limiter._clock() - waiter.arrived, waiter)
+        clock = self._limiter._clock
+        slack = _EPSILON
+        while True:
+            left = waiter.deadline - clock()
+            done, _ = await asyncio.wait((task,), timeout=max(0.0, left) + slack)
+            if done:
+                return
+            if clock() >= waiter.deadline:
+                raise self._timeout_error(clock() - waiter.arrived, waiter)
+            # The timer fired early (uvloop's count whole milliseconds): failed then, the
+            # call said it would wait longer than its timeout, and had not yet.
+            slack = _TIMER_SLACK
 
     def _late_reservation(self, task: asyncio.Future[list[Slot] | float]) -> None:
         """A reservation given up on came back: its slots go back (nobody waits for them)."""
