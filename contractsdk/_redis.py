@@ -313,8 +313,7 @@ class SharedRedis:
             # at K times the limit, with nothing said).
             refused = _refused(exc)
             described = _described(exc)
-            timed_out = isinstance(exc, (TimeoutError, asyncio.TimeoutError))  # two before 3.11
-            if self._trip is None and timed_out and _tls(self.client):
+            if self._trip is None and _timed_out(exc) and _tls(self.client):
                 # A Redis without TLS reads the handshake as the start of a command and
                 # waits for the rest: it looks like a Redis that is not there.
                 described += ", TLS: no handshake answer; check that this port serves TLS"
@@ -457,6 +456,18 @@ _REFUSALS: Final = frozenset({"ResponseError", "AuthenticationError", "Authoriza
 def _refused(exc: BaseException) -> bool:
     """Redis answered, and refused this client: a setting to fix, not an outage."""
     return any(kind.__name__ in _REFUSALS for kind in type(exc).__mro__)
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """The call timed out: ours (two kinds before 3.11), or redis-py's own connect timeout.
+
+    Before any call was measured, both are ``MAX_TIMEOUT``, and on a loaded machine
+    redis-py's fired first now and then: a TLS client of a plain Redis was then not told
+    of the handshake that got no answer.
+    """
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    return isinstance(exc, (TimeoutError, asyncio.TimeoutError, RedisTimeoutError))
 
 
 def _tls(client: Redis | RedisCluster) -> bool:

@@ -1226,3 +1226,19 @@ async def test_a_shared_token_is_refreshed_its_margin_before_its_end(
     finally:
         await shared.aclose()
     assert len(requests) == 2
+
+
+def test_redis_pys_own_timeout_says_tls_got_no_handshake_answer(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """redis-py's connect timeout, which may fire before ours, is a timeout too.
+
+    Both are half a second before any call was measured; on a loaded machine redis-py's
+    came first, and the TLS client of a plain Redis was told only "unreachable".
+    """
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    shared = SharedRedis("rediss://127.0.0.1:1/0", prefix=PREFIX)
+    with caplog.at_level(logging.WARNING, logger="contractsdk.redis"):
+        shared._failed(RedisTimeoutError("Timeout connecting to server"))
+    assert "is unreachable (TimeoutError, TLS: no handshake answer" in caplog.text
