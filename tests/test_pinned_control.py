@@ -325,3 +325,22 @@ def test_a_bare_429_s_pause_is_one_interval_of_the_limit_the_server_named() -> N
     named = 30.0 * PACING
     assert decision.control.rate == pytest.approx(named)
     assert decision.pause == pytest.approx(1 / named)
+
+
+@pytest.mark.parametrize(("epoch_age", "w_max"), [(1.2, 1300.0), (0.8, 2900.0 * MAX_CUT)])
+def test_the_climb_out_of_a_slow_start_is_no_floor_for_w_after_a_second(
+    epoch_age: float, w_max: float
+) -> None:
+    """A second into the climb toward the rate that failed, W is what the epoch measured.
+
+    The climb aims at an upper bound and overshot a fixed window of 1,000/s to 2,900/s:
+    W held at half of that was over the limit. Younger, a measure of 1,300/s may be a
+    sliding log's memory of the slow start, and the floor holds.
+    """
+    climbing = Control(rate=2900.0, phase="cubic", w_max=4200.0, k=4.0, epoch=1)
+    observation = Observation(
+        status=429, epoch_age=epoch_age, answered=2000, admitted=round(1300 * epoch_age)
+    )
+    left = decide(climbing, observation).control
+    assert left.w_max == pytest.approx(w_max)
+    assert left.rate == pytest.approx(w_max * BETA)

@@ -39,7 +39,9 @@ What it decides, per bucket:
   ``MIN_ANSWERS`` answers, too few to measure by), cut by ``FIRST_BETA``. Later cuts keep
   at least ``MAX_CUT`` of the rate in use; a measure under that is more often a window's
   memory or a server without a burst refusing the jitter than the limit, and the curve
-  comes back to that W, and probes past it, in ``UNSURE_K`` instead of ``CUBIC_K``.
+  comes back to that W, and probes past it, in ``UNSURE_K`` instead of ``CUBIC_K``. Not
+  a second or more into the climb out of a slow start: that climb aims at the rate that
+  failed, an upper bound only, and may overshoot the limit many times over.
 * **A window's memory.** An epoch younger than a second that admitted less than
   ``ECHO_SHARE`` of what it sent is a window still remembering the last overload (a
   sliding log admits only as its entries of a second ago expire), and so is a 429 for a
@@ -445,7 +447,10 @@ def _decrease(
     )
     if slow:
         return _leave_slow_start(control, rate, max(MIN_RATE, measured), observation, ceiling, now)
-    w_max = max(MIN_RATE, measured, rate * MAX_CUT)
+    # A climb out of a slow start aims at the rate that failed, an upper bound only, and
+    # may overshoot the limit many times over: half the rate in use is no floor for W.
+    floor = 0.0 if _blind_climb(control, rate, observation) else rate * MAX_CUT
+    w_max = max(MIN_RATE, measured, floor)
     memory = (
         not young
         and observation.epoch_age < LATELY_SPAN
@@ -473,7 +478,7 @@ def _decrease(
         start = _clamp(w_max * beta, ceiling)
         target = max(w_max, rate, last_second)
         return _curve(control, start, target, start / target, k, now)
-    if measured < rate * MAX_CUT:
+    if measured < floor:
         # The epoch admitted less than half the rate in use, and W is held at that half:
         # a measure this far under is a sliding log's memory of a slow start a second
         # ago, or a server without a burst refusing the jitter, more often than the
@@ -482,6 +487,23 @@ def _decrease(
         # climb back).
         k = min(k, UNSURE_K)
     return _curve(control, _clamp(w_max * beta, ceiling), w_max, beta, k, now)
+
+
+def _blind_climb(control: Control, rate: float, observation: Observation) -> bool:
+    """A second or more into the climb out of a slow start, still under the rate that failed.
+
+    The curve aims at that rate, not at a measure, and against a fixed window of 1,000/s
+    it was at 2,400 to 2,950/s by the next 429; a measure of 1,000/s was then held at half
+    of it, over the limit, and the window refused whole windows until the next decrease.
+    Over a second, every server's answers say where its limit is: a sliding log no
+    longer remembers the slow start, and no burst is left to hide the overload.
+    """
+    return (
+        control.epoch == 1
+        and rate < control.w_max
+        and observation.epoch_age >= LATELY_SPAN
+        and not _young(observation)
+    )
 
 
 def _last_second(control: Control, observation: Observation) -> float:
