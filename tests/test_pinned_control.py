@@ -344,3 +344,25 @@ def test_the_climb_out_of_a_slow_start_is_no_floor_for_w_after_a_second(
     left = decide(climbing, observation).control
     assert left.w_max == pytest.approx(w_max)
     assert left.rate == pytest.approx(w_max * BETA)
+
+
+@pytest.mark.parametrize(
+    ("epoch", "epoch_age", "k"), [(1, 0.5, UNSURE_K), (1, 1.2, CUBIC_K), (2, 0.5, CUBIC_K)]
+)
+def test_a_measure_within_a_second_of_the_slow_start_is_probed_sooner(
+    epoch: int, epoch_age: float, k: float
+) -> None:
+    """Within a second of leaving the slow start, W comes back, and is probed, in UNSURE_K.
+
+    Such a measure may be a sliding log's memory of the slow start (it admits as the
+    entries of a second ago leave): 0.55 of the rate in use for a limit of 1,000/s, and
+    with the usual K the curve stayed under it until the end of an 8-s row. Later, and
+    from the next epoch on, K is the usual one.
+    """
+    control = Control(rate=1200.0, phase="cubic", w_max=3000.0, k=4.0, epoch=epoch)
+    observation = Observation(
+        status=429, epoch_age=epoch_age, answered=2000, admitted=round(1000 * epoch_age)
+    )
+    left = decide(control, observation).control
+    assert left.w_max == pytest.approx(1000.0)
+    assert left.k_base == left.k == pytest.approx(k)

@@ -39,9 +39,11 @@ What it decides, per bucket:
   ``MIN_ANSWERS`` answers, too few to measure by), cut by ``FIRST_BETA``. Later cuts keep
   at least ``MAX_CUT`` of the rate in use; a measure under that is more often a window's
   memory or a server without a burst refusing the jitter than the limit, and the curve
-  comes back to that W, and probes past it, in ``UNSURE_K`` instead of ``CUBIC_K``. Not
-  a second or more into the climb out of a slow start: that climb aims at the rate that
-  failed, an upper bound only, and may overshoot the limit many times over.
+  comes back to that W, and probes past it, in ``UNSURE_K`` instead of ``CUBIC_K``, as
+  it does after any measure within a second of leaving the slow start (a sliding log
+  still remembers it then). Not a second or more into the climb out of a slow start:
+  that climb aims at the rate that failed, an upper bound only, and may overshoot the
+  limit many times over.
 * **A window's memory.** An epoch younger than a second that admitted less than
   ``ECHO_SHARE`` of what it sent is a window still remembering the last overload (a
   sliding log admits only as its entries of a second ago expire), and so is a 429 for a
@@ -155,7 +157,8 @@ SAME_BETA: Final = 0.95
 #: K_MAX, each time a decrease finds W within SAME_W of where the last one did, so a
 #: limit found again and again is probed (and overrun) less and less often.
 CUBIC_K: Final = 2.0
-#: K after a decrease whose measure fell under ``MAX_CUT`` of the rate in use (W held there).
+#: K after a decrease whose measure fell under ``MAX_CUT`` of the rate in use (W held there),
+#: or that measured within a second of leaving the slow start.
 UNSURE_K: Final = 1.0
 K_MAX: Final = 8.0
 SAME_W: Final = 0.05
@@ -478,13 +481,13 @@ def _decrease(
         start = _clamp(w_max * beta, ceiling)
         target = max(w_max, rate, last_second)
         return _curve(control, start, target, start / target, k, now)
-    if measured < floor:
-        # The epoch admitted less than half the rate in use, and W is held at that half:
-        # a measure this far under is a sliding log's memory of a slow start a second
-        # ago, or a server without a burst refusing the jitter, more often than the
-        # limit. The curve returns to W, and probes past it, twice as fast (levelled off
-        # at half a sliding log's limit of 1,000/s, it took the rest of an 8-s run to
-        # climb back).
+    if measured < floor or (control.epoch == 1 and observation.epoch_age < LATELY_SPAN):
+        # W is held at half the rate in use (the epoch admitted less), or was measured
+        # within a second of leaving the slow start: either is more often a sliding log's
+        # memory of the slow start a second ago (or a server without a burst refusing the
+        # jitter) than the limit. The curve returns to W, and probes past it, twice as
+        # fast: levelled off at half a sliding log's limit of 1,000/s, or at 0.52 of the
+        # rate in use, it took the rest of an 8-s run to climb back.
         k = min(k, UNSURE_K)
     return _curve(control, _clamp(w_max * beta, ceiling), w_max, beta, k, now)
 
