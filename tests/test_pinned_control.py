@@ -366,3 +366,12 @@ def test_a_measure_within_a_second_of_the_slow_start_is_probed_sooner(
     left = decide(control, observation).control
     assert left.w_max == pytest.approx(1000.0)
     assert left.k_base == left.k == pytest.approx(k)
+
+
+def test_a_told_limits_second_strike_within_a_second_probes_at_the_usual_k() -> None:
+    """A strike is not a slow start: the second, within a second of it, takes CUBIC_K."""
+    struck = Control(rate=99.0, phase="paced", w_max=99.0, t_fail=9.5, stamp=9.5, epoch=1)
+    observation = Observation(status=429, epoch_age=0.5, answered=40, admitted=39)
+    left = decide(struck, observation, ceiling=100.0).control
+    assert left.phase == "cubic"
+    assert left.k_base == CUBIC_K

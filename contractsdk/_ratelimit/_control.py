@@ -481,7 +481,7 @@ def _decrease(
         start = _clamp(w_max * beta, ceiling)
         target = max(w_max, rate, last_second)
         return _curve(control, start, target, start / target, k, now)
-    if measured < floor or (control.epoch == 1 and observation.epoch_age < LATELY_SPAN):
+    if measured < floor or _just_out_of_slow_start(control, observation):
         # W is held at half the rate in use (the epoch admitted less), or was measured
         # within a second of leaving the slow start: either is more often a sliding log's
         # memory of the slow start a second ago (or a server without a burst refusing the
@@ -490,6 +490,11 @@ def _decrease(
         # rate in use, it took the rest of an 8-s run to climb back.
         k = min(k, UNSURE_K)
     return _curve(control, _clamp(w_max * beta, ceiling), w_max, beta, k, now)
+
+
+def _just_out_of_slow_start(control: Control, observation: Observation) -> bool:
+    """Within a second of leaving the slow start (not of a told limit's first strike)."""
+    return control.phase == "cubic" and control.epoch == 1 and observation.epoch_age < LATELY_SPAN
 
 
 def _blind_climb(control: Control, rate: float, observation: Observation) -> bool:
@@ -502,7 +507,8 @@ def _blind_climb(control: Control, rate: float, observation: Observation) -> boo
     longer remembers the slow start, and no burst is left to hide the overload.
     """
     return (
-        control.epoch == 1
+        control.phase == "cubic"
+        and control.epoch == 1
         and rate < control.w_max
         and observation.epoch_age >= LATELY_SPAN
         and not _young(observation)
