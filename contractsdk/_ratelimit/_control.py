@@ -492,9 +492,14 @@ def _decrease(
     return _curve(control, _clamp(w_max * beta, ceiling), w_max, beta, k, now)
 
 
+def _first_climb(control: Control) -> bool:
+    """The curve out of the slow start, before its first decrease (a strike is ``paced``)."""
+    return control.phase == "cubic" and control.epoch == 1
+
+
 def _just_out_of_slow_start(control: Control, observation: Observation) -> bool:
     """Within a second of leaving the slow start (not of a told limit's first strike)."""
-    return control.phase == "cubic" and control.epoch == 1 and observation.epoch_age < LATELY_SPAN
+    return _first_climb(control) and observation.epoch_age < LATELY_SPAN
 
 
 def _blind_climb(control: Control, rate: float, observation: Observation) -> bool:
@@ -507,8 +512,7 @@ def _blind_climb(control: Control, rate: float, observation: Observation) -> boo
     longer remembers the slow start, and no burst is left to hide the overload.
     """
     return (
-        control.phase == "cubic"
-        and control.epoch == 1
+        _first_climb(control)
         and rate < control.w_max
         and observation.epoch_age >= LATELY_SPAN
         and not _young(observation)
@@ -598,8 +602,7 @@ def _out_of_quota(control: Control, observation: Observation) -> bool:
     second, if that is clearly under the curve's W.
     """
     return (
-        control.phase == "cubic"
-        and control.epoch == 1
+        _first_climb(control)
         and observation.refused_for >= QUOTA_RUN
         and observation.streak >= QUOTA_STREAK
         and _quota(control, observation) < control.w_max * (1 - SAME_W)
@@ -735,7 +738,7 @@ def _refusals(control: Control, observation: Observation) -> int:
     the epoch's requests through to a 429 (a sliding log of 100/s refused 8 of the run's
     12 there).
     """
-    if control.phase == "cubic" and control.epoch == 1 and _young(observation):
+    if _first_climb(control) and _young(observation):
         return max(observation.streak, observation.answered - observation.admitted)
     return observation.streak
 
