@@ -23,7 +23,7 @@ The hierarchy::
     │   ├── NotFoundError               404
     │   ├── ConflictError               409
     │   ├── UnprocessableEntityError    422
-    │   ├── RateLimitError              429, with ``.retry_after``
+    │   ├── RateLimitError              429, with ``.retry_after`` and ``.wait``
     │   └── ServerError                 5xx
     ├── ResponseValidationError         a 2xx body that could not be read into a model
     ├── TermValidationError (ValueError) contract values that break the template's terms;
@@ -45,7 +45,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from ._headers import parse_retry_after, request_id, server_now
+from ._headers import parse_rate_limit_headers, request_id
 from ._http import IDEMPOTENT_METHODS, READ_METHODS
 from ._redact import scrub, scrub_cut
 
@@ -363,12 +363,23 @@ class RateLimitError(APIError):
     """429: the service's rate limit was exceeded.
 
     Attributes:
-        retry_after: Seconds the service asked us to wait, if it said.
+        retry_after: Seconds the service asked us to wait, if it said (``Retry-After``).
+        wait: Seconds until the service has room, if it said: ``retry_after``, or the
+            finer reset of the empty counter it rounds up to whole seconds
+            (``X-RateLimit-Reset: 0.190`` beside ``Retry-After: 1``). A retry waits this.
     """
 
-    def __init__(self, message: str, *, retry_after: float | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        retry_after: float | None = None,
+        wait: float | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(message, **kwargs)
         self.retry_after = retry_after
+        self.wait = retry_after if wait is None else wait
 
 
 class ServerError(APIError):
@@ -576,8 +587,8 @@ def error_from_response(response: Response, *, now: float) -> APIError:
         "request_id": request_id(response.headers),
     }
     if cls is RateLimitError:
-        headers = response.headers
-        kwargs["retry_after"] = parse_retry_after(headers, now=server_now(headers, now))
+        hints = parse_rate_limit_headers(response.headers, now=now)
+        kwargs["retry_after"], kwargs["wait"] = hints.retry_after, hints.wait
     return cls(f"{status} {reason}", **kwargs)
 
 

@@ -112,6 +112,30 @@ class RateLimitHints:
         rate = self.limit / self.window
         return rate if math.isfinite(rate) else None  # q=1e308;w=1e-10 names no rate
 
+    @property
+    def wait(self) -> float | None:
+        """Seconds to wait before asking again: ``retry_after``, or the finer reset it rounds up.
+
+        ``Retry-After`` counts whole seconds; an empty counter's reset, given finer, says
+        when it has room: a sliding log's oldest entry leaving in 0.19 s reads as 1 s, and
+        0.8 s of its quota went unused after each 429. The reset is itself rounded (to the
+        millisecond, say), so a whole second under ``Retry-After`` is still its own: an
+        entry leaving in 0.3 ms reads ``Reset: 0.000`` and ``Retry-After: 1`` (a wait of
+        0: none). Another counter's reset (more than a second off) is not taken, nor the
+        reset of a counter with room, nor one beside a ``Retry-After`` that is not whole.
+        """
+        after, reset = self.retry_after, self.reset
+        if (
+            after is not None
+            and reset is not None
+            and self.remaining is not None
+            and self.remaining < 1
+            and 0 <= reset < after <= reset + 1
+            and after == math.floor(after)
+        ):
+            return reset
+        return after
+
 
 # ASCII digits only, as _SECONDS.
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")

@@ -25,10 +25,11 @@ The decision matrix (DESIGN.md §5), applied by the pure :func:`should_retry`::
 
 How long to wait before retry n (n = 1, 2, ...):
 
-* the error's ``retry_after`` (a 429's ``Retry-After``), exactly: no jitter below it. If it
-  is longer than ``Retries.retry_after_max``, or would end past the call's deadline, the
-  error is raised at once instead. A ``Retry-After`` of 0 (or a date already past) names
-  no wait: the failure is retried as one without it.
+* the error's ``wait`` (a 429's ``Retry-After``, or the finer reset of the empty counter it
+  rounds up to whole seconds), exactly: no jitter below it. If it is longer than
+  ``Retries.retry_after_max``, or would end past the call's deadline, the error is raised
+  at once instead. A wait of 0 (or a date already past) names no wait: the failure is
+  retried as one without it.
 * a 429 without one, when a rate limiter paces the calls (``Retrier(paced=True)``): no
   wait of the retrier's own. The limiter pauses its bucket after every 429 (longer for
   each in a row, spread so that clients refused together do not return together) and
@@ -288,12 +289,13 @@ def _is_429(error: BaseException) -> bool:
 
 
 def _retry_after(error: BaseException) -> float | None:
-    """The error's Retry-After, if it names a wait: 0 (or a date already past) does not.
+    """The wait the error names, if any: 0 (or a date already past) names none.
 
-    As openai's client: a 429 that says "now" is retried as a bare one, behind a backoff
-    or the limiter's pause, not at once up to ``rate_limited_attempts`` times.
+    A 429's ``wait``: its Retry-After, or the finer reset it rounds up. As openai's
+    client: a 429 that says "now" is retried as a bare one, behind a backoff or the
+    limiter's pause, not at once up to ``rate_limited_attempts`` times.
     """
-    value = getattr(error, "retry_after", None)
+    value = getattr(error, "wait", None)
     if isinstance(value, int | float) and math.isfinite(value) and value > 0:
         return float(value)
     return None

@@ -110,6 +110,26 @@ def test_rate_limit_error_has_retry_after() -> None:
     """A 429's Retry-After is on the error."""
     error = error_from_response(respond(429, headers={"Retry-After": "2"}), now=0)
     assert isinstance(error, RateLimitError) and error.retry_after == 2.0
+    assert error.wait == 2.0
+
+
+@pytest.mark.parametrize(("reset", "wait"), [("0.190", 0.19), ("0.000", 0.0), ("0.5", 0.5)])
+def test_a_429s_wait_is_the_finer_reset_its_retry_after_rounds_up(reset: str, wait: float) -> None:
+    """``Retry-After: 1`` beside an empty counter resetting sooner: the error waits that.
+
+    ``retry_after`` stays as the service said it; a counter with room, or resetting more
+    than a second sooner than ``Retry-After`` says, leaves the wait at ``Retry-After``.
+    """
+    headers = {"Retry-After": "1", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset}
+    error = error_from_response(respond(429, headers=headers), now=0)
+    assert isinstance(error, RateLimitError)
+    assert error.retry_after == 1.0 and error.wait == pytest.approx(wait)
+    room = error_from_response(
+        respond(429, headers={**headers, "X-RateLimit-Remaining": "3"}), now=0
+    )
+    assert isinstance(room, RateLimitError) and room.wait == 1.0
+    other = {**headers, "Retry-After": "2"}
+    assert error_from_response(respond(429, headers=other), now=0).wait == 2.0  # type: ignore[attr-defined]
 
 
 def test_errors_never_show_credentials_or_query() -> None:

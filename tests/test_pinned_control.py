@@ -46,8 +46,12 @@ def test_a_retry_after_pauses_on_a_5xx_but_not_on_another_error(
     [
         # Retry-After 2 is not a reset of 0.5 rounded up (1): another counter's.
         (RateLimitHints(retry_after=2.0, remaining=0.0, reset=0.5), 2.0),
-        (RateLimitHints(retry_after=2.0, remaining=0.0, reset=1.0), 2.0),
+        (RateLimitHints(retry_after=2.0, remaining=0.0, reset=0.999), 2.0),
         (RateLimitHints(retry_after=2.0, remaining=0.0, reset=1.5), 1.5),  # 1.5 rounded up
+        # A reset shown to the millisecond is itself rounded: 1.000 may be 1.0004 (2 up).
+        (RateLimitHints(retry_after=2.0, remaining=0.0, reset=1.0), 1.0),
+        # An entry leaving in 0.3 ms: "Reset: 0.000", "Retry-After: 1"; no pause.
+        (RateLimitHints(retry_after=1.0, remaining=0.0, reset=0.0), 0.0),
     ],
 )
 def test_the_finer_reset_is_taken_only_for_the_retry_after_it_rounds_up_to(

@@ -152,14 +152,19 @@ async def test_exhausted_counter_on_a_429_pauses_until_reset(headers: dict[str, 
 async def test_a_whole_second_retry_after_gives_way_to_the_finer_reset() -> None:
     """Retry-After: 1 and an empty counter resetting in 0.19 s: the bucket pauses 0.19 s.
 
-    A sliding log's oldest entry leaves in 0.19 s; HTTP's Retry-After can only say 1. A
-    reset for another counter (longer, or a second or more shorter) is not taken.
+    A sliding log's oldest entry leaves in 0.19 s; HTTP's Retry-After can only say 1. One
+    leaving in 0.3 ms says ``Reset: 0.000``: no pause at all. A reset for another counter
+    (longer, or more than a second shorter) is not taken.
     """
     clock = FakeClock()
     limiter = make_limiter(clock, RateLimits(write=100, adaptive=False))
     finer = {"Retry-After": "1", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "0.190"}
     await answer(limiter, "POST", 429, finer)
     assert limiter.state.write.paused_for == pytest.approx(0.19)
+    await clock.advance(1)
+    rounded = {"Retry-After": "1", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "0.000"}
+    await answer(limiter, "POST", 429, rounded)
+    assert limiter.state.write.paused_for == 0
     await clock.advance(1)
     other = {"Retry-After": "2", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "0.5"}
     await answer(limiter, "POST", 429, other)

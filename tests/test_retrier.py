@@ -194,6 +194,25 @@ async def test_retry_after_is_honoured_exactly() -> None:
     assert script.times[1] - script.times[0] == 3.0
 
 
+async def test_a_429_waits_the_finer_reset_its_retry_after_rounds_up() -> None:
+    """The error's ``wait`` (an empty counter's reset, 0.19 s), not its whole-second 1 s.
+
+    A wait of 0 (``Reset: 0.000``) names none: with a limiter, the retry waits on its
+    pause alone; without one, a 429's usual backoff.
+    """
+    clock = FakeClock()
+    finer = RateLimitError("429", status_code=429, retry_after=1.0, wait=0.19)
+    script = Script(clock, [finer, OK])
+    await clock.run(make_retrier(clock).call(Call(request()), script))
+    assert clock.sleeps == [0.19]
+    now = RateLimitError("429", status_code=429, retry_after=1.0, wait=0.0)
+    paced = Retrier(Retries(), budget=None, clock=clock, sleep=clock.sleep, paced=True)
+    await clock.run(paced.call(Call(request()), Script(clock, [now, OK])))
+    assert clock.sleeps == [0.19, 0.0]
+    await clock.run(make_retrier(clock).call(Call(request()), Script(clock, [now, OK])))
+    assert clock.sleeps == [0.19, 0.0, 0.25]  # the backoff of a 429 without Retry-After
+
+
 async def test_retry_after_beyond_the_deadline_fails_at_once() -> None:
     """A Retry-After that would end past the call's deadline raises at once, with attempts."""
     clock = FakeClock()

@@ -108,7 +108,6 @@ Invariants (each tested in ``tests/test_ratelimit_control.py``):
 
 from __future__ import annotations
 
-import math
 from typing import Final, Literal
 
 import attrs
@@ -281,7 +280,7 @@ def said_pause(observation: Observation, *, max_pause: float, paced: bool = True
     """Return how long the server asked the bucket to pause, cut to ``max_pause``, if it did.
 
     ``Retry-After`` on a 429 or a 5xx (on a 429, the finer reset it rounds up, if any:
-    :func:`_finer_reset`); on a 429, the reset of a counter that says it is empty. A
+    ``RateLimitHints.wait``); on a 429, the reset of a counter that says it is empty. A
     success that says the counter is empty pauses nothing: its request went
     through, and a token-bucket server refills long before its rounded-up reset; unless
     the bucket does not pace (``paced`` False), when the reset is all there is to go by.
@@ -290,31 +289,11 @@ def said_pause(observation: Observation, *, max_pause: float, paced: bool = True
     status = observation.status
     # A Retry-After of 0 (or a date already past) names no pause: a 429 with it is bare.
     if hints.retry_after and (status == 429 or status >= 500):
-        finer = _finer_reset(observation) if status == 429 else None
-        return min(hints.retry_after if finer is None else finer, max_pause)
+        wait = hints.wait if status == 429 else hints.retry_after
+        assert wait is not None
+        return min(wait, max_pause)
     if (status == 429 or not paced) and observation.exhausted and hints.reset is not None:
         return min(hints.reset, max_pause)
-    return None
-
-
-def _finer_reset(observation: Observation) -> float | None:
-    """The empty counter's reset, if the whole-second ``Retry-After`` is it rounded up.
-
-    ``Retry-After`` counts whole seconds; the reset, given finer, says when the counter
-    has room: a sliding log's oldest entry leaving in 0.19 s read as 1 s, and 0.8 s of
-    its quota went unused after each 429. Another counter's reset (a second or more
-    off) is not taken.
-    """
-    hints = observation.hints
-    after, reset = hints.retry_after, hints.reset
-    if (
-        observation.exhausted
-        and after is not None
-        and reset is not None
-        and 0 < reset < after < reset + 1
-        and after == math.floor(after)
-    ):
-        return reset
     return None
 
 
