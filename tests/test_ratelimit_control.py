@@ -761,30 +761,6 @@ def test_the_shortfall_scaling_never_takes_w_past_the_last_one() -> None:
     assert decide(attrs.evolve(control, w_max=30.0), probe).control.w_max == 30.0
 
 
-def test_the_climb_out_of_a_slow_start_has_no_w_to_make_a_shortfall_up_to() -> None:
-    """Its W is the rate that failed, an upper bound only: the measure stands as it is.
-
-    A sliding log of 1,000/s, the curve at 2,213/s toward a slow start's 3,073/s: the
-    pacer sent 1,100/s of it, the log admitted 995/s, and scaled by the shortfall that
-    read 1,145/s. The curve came back over the limit and the log refused 63 requests in
-    half a second. After a decrease has measured W, a shortfall is made up to it.
-    """
-    climbing = Control(rate=2213.0, phase="cubic", w_max=3073.0, k=3.0, epoch=1)
-    short = Observation(
-        status=429,
-        backlogged=True,
-        sent=1100.0,
-        epoch_age=1.1,
-        answered=1150,
-        admitted=1094,
-        admitted_second=995.0,
-    )
-    assert decide(climbing, short).control.w_max == pytest.approx(995.0)
-    measured = attrs.evolve(climbing, rate=1100.0, w_max=1050.0, epoch=2)
-    scaled = attrs.evolve(short, sent=1000.0)
-    assert decide(measured, scaled).control.w_max == pytest.approx(1050.0)
-
-
 def test_a_window_out_of_its_quota_after_the_slow_start_is_aimed_at() -> None:
     """A long run of 429s out of the slow start: the curve aims at the window's quota.
 

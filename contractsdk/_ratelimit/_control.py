@@ -307,7 +307,7 @@ def _measured_w(rate: float, observation: Observation, remembered: float, last_w
     rate in use times the share admitted: a server's burst hides an overshoot for as long
     as it lasts, and a window refuses all its 429s at its end. ``remembered`` is what
     counts of the last busy second in an epoch younger than one; ``last_w`` is the W the
-    last decrease found (0.0: none measured yet).
+    last decrease found.
     """
     if observation.phase_slow and _few_answers(observation):
         # Refused within its first few answers (a server without a burst, or another
@@ -424,11 +424,9 @@ def _decrease(
     # Until two decreases have passed, the last second may hold the server's burst, which
     # the slow start drained: it measures nothing in a young epoch.
     remembered = last_second if control.epoch >= 2 else 0.0
-    # Climbing out of the slow start, W is the rate that failed: no rate the server has
-    # shown it admits, so no bound for making up a shortfall (at 2,200/s, a client whose
-    # pacing fell short read a sliding log of 1,000/s as 1,145/s, and overran it after).
-    admits = 0.0 if _first_climb(control) else control.w_max
-    measured = _measured_w(rate, attrs.evolve(observation, phase_slow=slow), remembered, admits)
+    measured = _measured_w(
+        rate, attrs.evolve(observation, phase_slow=slow), remembered, control.w_max
+    )
     if slow:
         return _leave_slow_start(control, rate, max(MIN_RATE, measured), observation, ceiling, now)
     # A climb out of a slow start aims at the rate that failed, an upper bound only, and
