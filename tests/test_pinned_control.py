@@ -331,15 +331,18 @@ def test_a_bare_429_s_pause_is_one_interval_of_the_limit_the_server_named() -> N
     assert decision.pause == pytest.approx(1 / named)
 
 
-@pytest.mark.parametrize(("epoch_age", "w_max"), [(1.2, 1300.0), (0.8, 2900.0 * MAX_CUT)])
+@pytest.mark.parametrize(
+    ("epoch_age", "w_max", "rate"), [(1.2, 1300.0, 1300.0 * BETA), (0.8, 2900.0, 1450.0 * BETA)]
+)
 def test_the_climb_out_of_a_slow_start_is_no_floor_for_w_after_a_second(
-    epoch_age: float, w_max: float
+    epoch_age: float, w_max: float, rate: float
 ) -> None:
     """A second into the climb toward the rate that failed, W is what the epoch measured.
 
     The climb aims at an upper bound and overshot a fixed window of 1,000/s to 2,900/s:
     W held at half of that was over the limit. Younger, a measure of 1,300/s may be a
-    sliding log's memory of the slow start, and the floor holds.
+    sliding log's memory of the slow start: the curve climbs back to the rate in use
+    (``test_a_measure_under_half_the_rate_just_out_of_the_slow_start_is_memory``).
     """
     climbing = Control(rate=2900.0, phase="cubic", w_max=4200.0, k=4.0, epoch=1)
     observation = Observation(
@@ -347,7 +350,7 @@ def test_the_climb_out_of_a_slow_start_is_no_floor_for_w_after_a_second(
     )
     left = decide(climbing, observation).control
     assert left.w_max == pytest.approx(w_max)
-    assert left.rate == pytest.approx(w_max * BETA)
+    assert left.rate == pytest.approx(rate)
 
 
 @pytest.mark.parametrize(
@@ -370,6 +373,24 @@ def test_a_measure_within_a_second_of_the_slow_start_is_probed_sooner(
     left = decide(control, observation).control
     assert left.w_max == pytest.approx(1000.0)
     assert left.k_base == left.k == pytest.approx(k)
+
+
+@pytest.mark.parametrize(("epoch", "w_max"), [(1, 1156.0), (2, 578.0)])
+def test_a_measure_under_half_the_rate_just_out_of_the_slow_start_is_memory(
+    epoch: int, w_max: float
+) -> None:
+    """Within a second of the slow start, a measure under MAX_CUT: the curve climbs back.
+
+    A sliding log of 1,000/s, 0.26 s after the slow start, admitted 0.45 of the 1,156/s
+    in use: it still held the slow start's entries. W held at half the rate (578) sat
+    under the limit for 3 s of an 8-s row. As for any window's memory, the rate drops and
+    the curve climbs back to the rate in use. After a later decrease, the floor holds.
+    """
+    control = Control(rate=1156.0, phase="cubic", w_max=3080.0, k=4.0, epoch=epoch)
+    observation = Observation(status=429, epoch_age=0.26, answered=2000, admitted=135)
+    left = decide(control, observation).control
+    assert left.w_max == pytest.approx(w_max)
+    assert left.rate == pytest.approx(578.0 * BETA)
 
 
 def test_a_told_limits_second_strike_within_a_second_probes_at_the_usual_k() -> None:

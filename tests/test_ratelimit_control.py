@@ -712,7 +712,9 @@ def test_a_429_under_what_the_server_admitted_lately_is_a_windows_memory() -> No
     # Before two decreases, the last second may hold the server's burst: no such reading.
     first = attrs.evolve(control, epoch=1)
     assert decide(first, echo).control.w_max == pytest.approx(12 / 0.22)
-    assert decide(attrs.evolve(first, rate=120.0), echo).control.w_max == pytest.approx(60.0)
+    # Under half the rate in use there, the measure is a window's memory of the slow
+    # start: the curve climbs back to the rate in use, not to that second's 99.
+    assert decide(attrs.evolve(first, rate=120.0), echo).control.w_max == pytest.approx(120.0)
 
 
 def test_w_is_scaled_up_when_the_schedule_fell_short_of_its_rate() -> None:

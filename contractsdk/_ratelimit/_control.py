@@ -41,7 +41,8 @@ What it decides, per bucket:
   memory or a server without a burst refusing the jitter than the limit, and the curve
   comes back to that W, and probes past it, in ``UNSURE_K`` instead of ``CUBIC_K``, as
   it does after any measure within a second of leaving the slow start (a sliding log
-  still remembers it then). Not a second or more into the climb out of a slow start:
+  still remembers it then; a measure under ``MAX_CUT`` there is taken for that memory,
+  below). Not a second or more into the climb out of a slow start:
   that climb aims at the rate that failed, an upper bound only, and may overshoot the
   limit many times over.
 * **A window's memory.** An epoch younger than a second that admitted less than
@@ -50,7 +51,9 @@ What it decides, per bucket:
   rate under what the server admitted over the last busy second: the rate drops, but the
   curve climbs back to the rate in use, or to that second's rate (up to the last W),
   instead of taking that measure for W. Once two decreases have passed (no slow start's
-  burst left in that second), it counts toward W in such a young epoch too.
+  burst left in that second), it counts toward W in such a young epoch too. Within a
+  second of leaving the slow start, a measure under ``MAX_CUT`` of the rate in use is
+  such a memory too: a sliding log still holds the slow start's entries.
 * **The same overload.** A fresh 429 in an epoch too young to measure (``MIN_EPOCH`` busy
   seconds, ``MIN_ANSWERS`` answers) is the overload the last decrease answered, still
   draining (a fixed window refuses everything until it ends): it does not lower the rate
@@ -433,10 +436,15 @@ def _decrease(
     # may overshoot the limit many times over: half the rate in use is no floor for W.
     floor = 0.0 if _blind_climb(control, rate, observation) else rate * MAX_CUT
     w_max = max(MIN_RATE, measured, floor)
-    memory = (
-        not young
-        and observation.epoch_age < LATELY_SPAN
-        and (measured < rate * ECHO_SHARE or remembered > rate)
+    # A window still remembering the last overload; within a second of leaving the
+    # slow start, a measure under the floor too (a sliding log of 1,000/s read 0.45 of
+    # the rate in use, and W held at half of it sat under the limit for 3 s).
+    memory = not young and (
+        (
+            observation.epoch_age < LATELY_SPAN
+            and (measured < rate * ECHO_SHARE or remembered > rate)
+        )
+        or (_just_out_of_slow_start(control, observation) and measured < floor)
     )
     beta, k = (YOUNG_BETA if young else BETA), CUBIC_K
     if not young:
