@@ -113,6 +113,11 @@ class RateLimitHints:
         return rate if math.isfinite(rate) else None  # q=1e308;w=1e-10 names no rate
 
     @property
+    def exhausted(self) -> bool:
+        """The server says its counter is empty (``remaining`` under 1)."""
+        return self.remaining is not None and self.remaining < 1
+
+    @property
     def wait(self) -> float | None:
         """Seconds to wait before asking again: ``retry_after``, or the finer reset it rounds up.
 
@@ -128,8 +133,7 @@ class RateLimitHints:
         if (
             after is not None
             and reset is not None
-            and self.remaining is not None
-            and self.remaining < 1
+            and self.exhausted
             and 0 <= reset < after <= reset + 1
             and after == math.floor(after)
         ):

@@ -436,15 +436,17 @@ def _decrease(
     # may overshoot the limit many times over: half the rate in use is no floor for W.
     floor = 0.0 if _blind_climb(control, rate, observation) else rate * MAX_CUT
     w_max = max(MIN_RATE, measured, floor)
-    # A window still remembering the last overload; within a second of leaving the
-    # slow start, a measure under the floor too (a sliding log of 1,000/s read 0.45 of
-    # the rate in use, and W held at half of it sat under the limit for 3 s).
-    memory = not young and (
-        (
-            observation.epoch_age < LATELY_SPAN
-            and (measured < rate * ECHO_SHARE or remembered > rate)
+    # A window still remembering the last overload; out of the slow start, a measure
+    # under the floor too (a sliding log of 1,000/s read 0.45 of the rate in use, and W
+    # held at half of it sat under the limit for 3 s).
+    memory = (
+        not young
+        and observation.epoch_age < LATELY_SPAN
+        and (
+            measured < rate * ECHO_SHARE
+            or remembered > rate
+            or (_first_climb(control) and measured < floor)
         )
-        or (_just_out_of_slow_start(control, observation) and measured < floor)
     )
     beta, k = (YOUNG_BETA if young else BETA), CUBIC_K
     if not young:

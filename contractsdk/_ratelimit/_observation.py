@@ -63,4 +63,4 @@ class Observation:
     @property
     def exhausted(self) -> bool:
         """The server says its counter is empty."""
-        return self.hints.remaining is not None and self.hints.remaining < 1
+        return self.hints.exhausted
