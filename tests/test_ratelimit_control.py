@@ -103,6 +103,9 @@ def test_a_fresh_429_leaving_the_slow_start_cuts_by_first_beta() -> None:
     left = decide(control, seen).control
     assert (left.phase, left.epoch, left.w_max) == ("cubic", 1, 200.0)
     assert left.rate == pytest.approx(150 * FIRST_BETA)
+    assert left.left_slow == 10.0  # the busy time it left at; later decreases carry it
+    later = Observation(status=429, epoch_age=0.5, answered=20, admitted=15)
+    assert decide(attrs.evolve(left, rate=170.0), later).control.left_slow == 10.0
     lagging = decide(control, attrs.evolve(seen, admitted_rate=60.0))
     assert lagging.control.rate == pytest.approx(60 * FIRST_BETA)  # not MAX_CUT of 200
     assert lagging.control.w_max == 200.0
@@ -712,6 +715,13 @@ def test_a_429_under_what_the_server_admitted_lately_is_a_windows_memory() -> No
     # Before two decreases, the last second may hold the server's burst: no such reading.
     first = attrs.evolve(control, epoch=1)
     assert decide(first, echo).control.w_max == pytest.approx(12 / 0.22)
+    # Nor within a busy second of leaving the slow start, however many decreases passed
+    # in it (a GCRA of 25/s with a burst of 20: the second and third read 41 and 30/s).
+    near = attrs.evolve(control, left_slow=10.0 - 0.7)
+    assert decide(near, echo).control.w_max == pytest.approx(12 / 0.22)
+    assert decide(near, echo).control.rate == pytest.approx(12 / 0.22 * BETA)
+    past = attrs.evolve(control, left_slow=10.0 - LATELY_SPAN)
+    assert decide(past, echo).control.w_max == pytest.approx(99.0)
     # Under half the rate in use there, the measure is a window's memory of the slow
     # start: the curve climbs back to the rate in use, not to that second's 99.
     assert decide(attrs.evolve(first, rate=120.0), echo).control.w_max == pytest.approx(120.0)

@@ -41,7 +41,7 @@ from contractsdk._auth import TokenAuth
 from contractsdk._config import Environment
 from contractsdk._ratelimit import Grant, RateLimiter, Slot, _queue
 from contractsdk._ratelimit._control import Control
-from contractsdk._ratelimit._redis import TTL, RedisStore
+from contractsdk._ratelimit._redis import TTL, RedisStore, _decode, _encode
 from contractsdk._ratelimit._store import Schedule
 from contractsdk._redis import SharedRedis, namespace
 from contractsdk.sandbox import SandboxServer
@@ -839,6 +839,24 @@ async def test_garbage_in_redis_is_ignored(
             assert limiter.state.write.rate == pytest.approx(200 * 0.99)
     finally:
         await client.aclose()
+
+
+def test_a_state_an_older_version_wrote_is_read_with_the_newer_fields_defaults() -> None:
+    """A fleet upgraded one process at a time goes on sharing what it learnt.
+
+    ``left_slow`` came later: a state without it is read with its default, 0.0 (no slow
+    start left); a field this version does not know, or a ``left_slow`` out of range, is
+    another writer's state and is not adopted.
+    """
+    control = Control(rate=80.0, phase="cubic", w_max=90.0, t_fail=3.0, k=2.0, epoch=2)
+    older = {key: value for key, value in attrs.asdict(control).items() if key != "left_slow"}
+    assert _decode(json.dumps(older)) == control
+    assert _decode(_encode(attrs.evolve(control, left_slow=1.5))) == attrs.evolve(
+        control, left_slow=1.5
+    )
+    assert _decode(json.dumps({**older, "unknown": 1})) is None
+    assert _decode(json.dumps({**older, "left_slow": 1e300})) is None
+    assert _decode(json.dumps({**older, "left_slow": True})) is None
 
 
 @pytest.mark.parametrize(

@@ -50,10 +50,11 @@ What it decides, per bucket:
   sliding log admits only as its entries of a second ago expire), and so is a 429 for a
   rate under what the server admitted over the last busy second: the rate drops, but the
   curve climbs back to the rate in use, or to that second's rate (up to the last W),
-  instead of taking that measure for W. Once two decreases have passed (no slow start's
-  burst left in that second), it counts toward W in such a young epoch too. Within a
-  second of leaving the slow start, a measure under ``MAX_CUT`` of the rate in use is
-  such a memory too: a sliding log still holds the slow start's entries.
+  instead of taking that measure for W. Once two decreases and a busy second since the
+  slow start have passed (no slow start's burst left in that second), it counts toward W
+  in such a young epoch too. Within a second of leaving the slow start, a measure under
+  ``MAX_CUT`` of the rate in use is such a memory too: a sliding log still holds the slow
+  start's entries.
 * **The same overload.** A fresh 429 in an epoch too young to measure (``MIN_EPOCH`` busy
   seconds, ``MIN_ANSWERS`` answers) is the overload the last decrease answered, still
   draining (a fixed window refuses everything until it ends): it does not lower the rate
@@ -235,6 +236,7 @@ class Control:
         strike_run: At a strike whose epoch admitted ``RUN_AFTER`` seconds of the told
             rate (a fleet's count: this process's times ``scale``): 429s in a row after it
             are that strike, not a second.
+        left_slow: The busy time the slow start was left at (0.0: it has not been).
     """
 
     rate: float | None
@@ -247,6 +249,7 @@ class Control:
     hinted: bool = False
     strike_run: bool = False
     k_base: float = CUBIC_K
+    left_slow: float = 0.0
 
 
 @attrs.frozen
@@ -424,9 +427,11 @@ def _decrease(
     slow = control.phase == "slow"
     young = _young(observation)
     last_second = _last_second(control, observation)
-    # Until two decreases have passed, the last second may hold the server's burst, which
-    # the slow start drained: it measures nothing in a young epoch.
-    remembered = last_second if control.epoch >= 2 else 0.0
+    # Within a second of leaving the slow start, the last second may hold the server's
+    # burst, which the slow start drained: it measures nothing in a young epoch. (Two
+    # decreases can pass in that second: against a GCRA of 25/s with a burst of 20, the
+    # second and third read 41 and 30/s from it, and each cut the rate to over the limit.)
+    remembered = 0.0 if _burst_lately(control, now) else last_second
     measured = _measured_w(
         rate, attrs.evolve(observation, phase_slow=slow), remembered, control.w_max
     )
@@ -479,6 +484,15 @@ def _decrease(
         # rate in use, it took the rest of an 8-s run to climb back.
         k = min(k, UNSURE_K)
     return _curve(control, _clamp(w_max * beta, ceiling), w_max, beta, k, now)
+
+
+def _burst_lately(control: Control, now: float) -> bool:
+    """The last busy second may hold a burst the server had saved up: a slow start drained it.
+
+    Before a second decrease (a told limit's strike is a decrease, and its first second the
+    told burst's), and within a busy second of leaving the slow start.
+    """
+    return control.epoch < 2 or (control.left_slow > 0 and now - control.left_slow < LATELY_SPAN)
 
 
 def _first_climb(control: Control) -> bool:
@@ -541,6 +555,7 @@ def _curve(
         k_base=k_base,
         stamp=now,
         epoch=control.epoch + 1,
+        left_slow=control.left_slow,
     )
 
 
@@ -573,7 +588,8 @@ def _leave_slow_start(
         # MAX_CUT of a rate that doubled up to 290/s for a limit of 100 overran it again.
         new = _clamp(max(measured, rate * MAX_CUT) * FIRST_BETA, ceiling)
         w_max = max(measured, new)
-    return _curve(control, new, w_max, new / w_max, CUBIC_K, now)
+    left = attrs.evolve(control, left_slow=now)
+    return _curve(left, new, w_max, new / w_max, CUBIC_K, now)
 
 
 def _quota(control: Control, observation: Observation) -> float:

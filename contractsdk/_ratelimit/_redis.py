@@ -264,6 +264,9 @@ return {replaced, ver, ctl, tostring(math.min(math.max(0, pause - now), tonumber
 """
 
 _CONTROL_FIELDS: Final = {field.name for field in attrs.fields(Control)}
+#: Fields a state written by an older contractsdk lacks, read with their defaults: a fleet
+#: upgraded one process at a time goes on sharing what it learnt.
+_NEWER_FIELDS: Final = {"left_slow"}
 
 
 def _encode(control: Control) -> str:
@@ -274,7 +277,9 @@ def _decode(text: Any) -> Control | None:
     """Read a learning state from Redis; anything malformed (a hostile Redis) is None."""
     try:
         data = json.loads(text)
-        if not isinstance(data, dict) or set(data) != _CONTROL_FIELDS:
+        if not isinstance(data, dict):
+            return None
+        if not _CONTROL_FIELDS - _NEWER_FIELDS <= set(data) <= _CONTROL_FIELDS:
             return None
         control = Control(**data)
     except (TypeError, ValueError, RecursionError):
@@ -283,7 +288,7 @@ def _decode(text: Any) -> Control | None:
     # And the sizes: a t_fail or K of 1e300, finite, made the learning's cubic overflow,
     # and every call of every process raised OverflowError; a rate of 1e300 paced nothing.
     rates: tuple[object, ...] = (1.0 if control.rate is None else control.rate, control.w_max)
-    seconds: tuple[object, ...] = (control.t_fail, control.k, control.stamp)
+    seconds: tuple[object, ...] = (control.t_fail, control.k, control.stamp, control.left_slow)
     flags: tuple[object, ...] = (control.hinted, control.strike_run)
     valid = (
         control.phase in ("off", "paced", "slow", "cubic")
