@@ -634,7 +634,7 @@ def test_a_slow_start_is_held_to_twice_what_is_sent() -> None:
         held = grow(control, ceiling=None, sent=60.0, backlogged=True, now=1.0, shared=shared)
         assert held.rate == pytest.approx(SLOW_START_CLAMP * 60.0)
     free = grow(control, ceiling=None, sent=900.0, backlogged=True, now=1.0)
-    assert free.rate == pytest.approx(1600.0)
+    assert free.rate == pytest.approx(100.0 * 2 ** (1.0 / SLOW_START_DOUBLING))  # under 3 x 900
 
 
 def test_what_was_admitted_lately_counts_only_over_an_epoch_as_long_as_its_span() -> None:
@@ -771,6 +771,45 @@ def test_the_shortfall_scaling_never_takes_w_past_the_last_one() -> None:
     fell = attrs.evolve(control, w_max=40.0)
     assert decide(fell, probe).control.w_max == pytest.approx(28.3 * 32.2 / 29.3)
     assert decide(attrs.evolve(control, w_max=30.0), probe).control.w_max == 30.0
+
+
+def test_a_climb_is_not_taken_for_a_pacer_short_of_its_rate() -> None:
+    """A curve that climbed over the last second sent less than its rate now, by design.
+
+    A sliding log of 100/s admits exactly 100 over any second. A curve climbing toward a
+    W of 140 was refused at 127/s having sent what it asked for all along; scaled up by
+    the rate now over what was sent, W read 15 % over the limit and 0.9 of it was still
+    over. Only half the climb counts as shortfall (a token bucket's burst hides how far
+    past the limit the crossing came), and the next rate is under the limit.
+    """
+    k = 1.765  # back to W in that many busy seconds, from 0.43 of it, with a K of 1
+    control = Control(
+        rate=0.0, phase="cubic", w_max=140.0, t_fail=8.8, k=k, k_base=1.0, stamp=10.0, epoch=3
+    )
+
+    def curve(t: float) -> float:
+        return 140.0 * (1 + (1 - BETA) * (t - 8.8 - k) ** 3)
+
+    rate = curve(10.0)
+    mean = sum(curve(9.0 + (i + 0.5) / 1000) for i in range(1000)) / 1000  # the last second
+    assert rate / mean > MAX_SHORTFALL  # steep: the old scaling's cap
+    refused = Observation(
+        status=429,
+        backlogged=True,
+        sent=mean,  # the pacer kept up with the curve
+        epoch_age=1.2,
+        answered=114,
+        admitted=113,
+        admitted_second=100.0,
+    )
+    decided = decide(attrs.evolve(control, rate=rate), refused).control
+    assert decided.w_max == pytest.approx(100.0 * (mean + rate) / 2 / mean, rel=1e-3)
+    assert decided.rate is not None and decided.rate < 100.0
+    # A pacer short of the curve's own mean is made up for as before.
+    late = attrs.evolve(refused, sent=mean * 0.9)
+    assert decide(attrs.evolve(control, rate=rate), late).control.w_max == pytest.approx(
+        100.0 * MAX_SHORTFALL
+    )
 
 
 def test_a_window_out_of_its_quota_after_the_slow_start_is_aimed_at() -> None:
@@ -917,8 +956,9 @@ def test_too_few_answers_here_cut_by_beta_not_by_a_measurement() -> None:
 def test_a_shared_slow_start_doubles_half_as_fast() -> None:
     """A fleet's 429s reach it a reservation per process late: it overshoots less so."""
     control = Control(rate=100.0, phase="slow")
-    alone = grow(control, ceiling=None, sent=1000.0, backlogged=True, now=0.5)
-    shared = grow(control, ceiling=None, sent=1000.0, backlogged=True, now=0.5, shared=True)
+    now = 2 * SLOW_START_DOUBLING
+    alone = grow(control, ceiling=None, sent=1000.0, backlogged=True, now=now)
+    shared = grow(control, ceiling=None, sent=1000.0, backlogged=True, now=now, shared=True)
     assert alone.rate == pytest.approx(400.0)
     assert shared.rate == pytest.approx(200.0)
 
