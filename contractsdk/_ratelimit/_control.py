@@ -508,8 +508,8 @@ def _paced_lately(control: Control, rate: float, now: float) -> float:
     less than its latest rate over a second it spent climbing. Which is right depends on
     the server: a sliding log admits exactly its limit over the second, and scaled up by
     the climb, W read 112/s for a limit of 100 and set the rate over it; a token bucket
-    refuses well past the crossing, its burst hiding it, and a climb of 1,000/s a second
-    admitted 897/s over it for a limit of 1,000: from the mean alone, W sat 4 % low
+    refuses well past the crossing, its burst hiding it, and a climb that crossed a limit
+    of 1,000/s admitted 897/s over its last second: from the mean alone, W sat 4 % low
     until the next probe (0.95-0.96 R steady at 1,000/s in the simulator, from 0.99).
     Out of a curve (a slow start, a told rate) the rate now.
     """
