@@ -309,7 +309,7 @@ def _measured_w(
     remembered: float,
     last_w: float,
     *,
-    pace: float | None = None,
+    pace: float,
 ) -> float:
     """The rate that overloaded the server (the rate in use, when too young to tell).
 
@@ -321,7 +321,7 @@ def _measured_w(
     as it lasts, and a window refuses all its 429s at its end. ``remembered`` is what
     counts of the last busy second in an epoch younger than one; ``last_w`` is the W the
     last decrease found; ``pace`` what the schedule asked for over the last busy second
-    (the rate in use, if not given).
+    (:func:`_paced_lately`, no more than ``rate``).
     """
     if observation.phase_slow and _few_answers(observation):
         # Refused within its first few answers (a server without a burst, or another
@@ -358,7 +358,6 @@ def _measured_w(
     measured = max(over_epoch, lately, fleet)
     # What was sent per busy second the schedule was not paused: a pause stands it still.
     sent = observation.sent / (1 - min(observation.paused, MOST_PAUSED))
-    pace = rate if pace is None else min(pace, rate)
     if observation.backlogged and 0 < sent < pace:
         # The pacing fell short of its own rate: timers fire late on a busy event loop,
         # and with no known burst a late slot is not caught up (8 % at 1,000/s). What the
@@ -519,13 +518,19 @@ def _paced_lately(control: Control, rate: float, now: float) -> float:
     since = max(start, control.t_fail)
     c = (1 - BETA) / control.k_base**3
 
-    def integral(t: float) -> float:  # of the curve's rate, w_max * (1 + c * (t - t_fail - k)**3)
+    def integral(t: float) -> float:  # of _on_curve(control, t) over t
         return float(control.w_max * (t + c * (t - control.t_fail - control.k) ** 4 / 4))
 
     # Before the epoch began, the rate is taken as where the curve started.
-    first = control.w_max * (1 - c * control.k**3)
+    first = _on_curve(control, control.t_fail)
     mean = (integral(now) - integral(since) + (since - start) * first) / LATELY_SPAN
     return max(MIN_RATE, min(rate, (mean + rate) / 2))
+
+
+def _on_curve(control: Control, t: float) -> float:
+    """CUBIC's rate at busy time ``t``: back at W ``k`` seconds after ``t_fail``."""
+    c = (1 - BETA) / control.k_base**3
+    return float(control.w_max * (1 + c * (t - control.t_fail - control.k) ** 3))
 
 
 def _burst_lately(control: Control, now: float) -> bool:
@@ -764,8 +769,7 @@ def grow(
         doublings = min((now - control.stamp) / doubling, MOST_DOUBLINGS)
         target = rate * 2.0**doublings
     else:
-        c = (1 - BETA) / control.k_base**3
-        target = control.w_max * (1 + c * (now - control.t_fail - control.k) ** 3)
+        target = _on_curve(control, now)
     if target > rate and sent > 0 and (not backlogged or shared or control.phase == "slow"):
         # Not all used: raise it no further than a multiple of what is sent (botocore).
         # The send meter spans up to a busy second, so in a slow start it lags a doubling
