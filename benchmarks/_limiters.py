@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 
 __all__ = ["ALGORITHMS", "BUCKETS", "HEADERS", "Bucket", "Limits", "rate_headers"]
 
-ALGORITHMS = ("token-bucket", "fixed-window", "sliding-log", "gcra")
+ALGORITHMS = ("token-bucket", "fixed-window", "sliding-log", "sliding-window", "gcra")
 HEADERS = ("none", "x", "ietf")
 
 
@@ -188,6 +188,45 @@ class SlidingLog(Bucket):
         return max(0.0, self.log[0] + self.window - now) if self.log else 0.0
 
 
+class SlidingWindow(Bucket):
+    """A sliding-window counter (Cloudflare's rate limiting, Upstash's ``slidingWindow``).
+
+    It counts requests per window aligned to the server's start, and estimates the
+    trailing window's count as this window's plus the last one's weighted by the share of
+    it the trailing window still covers; refused when that reaches ``quota``.
+    """
+
+    __slots__ = ("count", "estimate", "index", "origin", "previous")
+
+    def __init__(self, limits: Limits, rate: float, origin: float) -> None:
+        super().__init__(limits, rate, origin)
+        self.origin = origin
+        self.index = 0
+        self.count = 0
+        self.previous = 0
+        self.estimate = 0.0  # the trailing window's count at the last request, it included
+
+    def take(self, now: float) -> bool:
+        position = (now - self.origin) / self.window
+        index = math.floor(position)
+        if index != self.index:
+            self.previous = self.count if index == self.index + 1 else 0
+            self.index, self.count = index, 0
+        self.estimate = self.previous * (1 - (position - index)) + self.count
+        if self.estimate < self.quota:
+            self.count += 1
+            self.estimate += 1
+            return True
+        return False
+
+    def remaining(self) -> int:
+        return max(0, math.floor(self.quota - self.estimate))
+
+    def reset(self, now: float) -> float:
+        # The estimate has left every request of the last window by this one's end.
+        return max(0.0, self.origin + (self.index + 1) * self.window - now)
+
+
 class Gcra(Bucket):
     """nginx ``limit_req`` (``ngx_http_limit_req_lookup``): excess in milli-requests.
 
@@ -221,6 +260,7 @@ BUCKETS: dict[str, type[Bucket]] = {
     "token-bucket": TokenBucket,
     "fixed-window": FixedWindow,
     "sliding-log": SlidingLog,
+    "sliding-window": SlidingWindow,
     "gcra": Gcra,
 }
 

@@ -19,6 +19,10 @@ from ``contractsdk``; ``python -m benchmarks._servers`` checks that they did not
     server's start (B is not used); ``Retry-After`` is the window's end, rounded up.
   - ``sliding-log``: at most ``R*W`` requests in any trailing W seconds (a log of
     timestamps); ``-Reset``/``Retry-After``: when the oldest entry leaves.
+  - ``sliding-window``: a sliding-window counter (Cloudflare's rate limiting, Upstash's
+    ``slidingWindow``): counts per aligned window, and refuses once this window's count
+    plus the last one's, weighted by the share of it the trailing W seconds still cover,
+    reaches ``R*W``; ``-Reset``/``Retry-After``: the window's end.
   - ``gcra``: nginx's ``limit_req rate=R burst=B nodelay``, to the letter (milli-request
     excess, millisecond clock: B + 1 requests pass at once, then one per 1/R), and bare
     429s whatever ``--headers`` says.

@@ -93,6 +93,8 @@ KINDS: dict[str, tuple[str, str] | None] = {
     "fixed-window/none": ("fixed-window", "none"),
     "sliding-log/x": ("sliding-log", "x"),
     "sliding-log/none": ("sliding-log", "none"),
+    "sliding-window/x": ("sliding-window", "x"),
+    "sliding-window/none": ("sliding-window", "none"),
     "gcra/bare": ("gcra", "none"),
     "nginx": None,
 }
@@ -103,6 +105,8 @@ DEFAULT_KINDS = (
     "fixed-window/none",
     "sliding-log/x",
     "sliding-log/none",
+    "sliding-window/x",
+    "sliding-window/none",
     "gcra/bare",
     "nginx",
 )
@@ -327,7 +331,7 @@ def _spans(outcomes: Sequence[Outcome]) -> list[list[str]]:
 
 
 def _server_name(case: Case) -> str:
-    windowed = case.kind.startswith(("fixed-window", "sliding-log"))
+    windowed = case.kind.startswith(("fixed-window", "sliding-log", "sliding-window"))
     burst = "" if windowed else f" B={case.burst}"
     return f"{case.kind} {case.rate:g}/s{burst}"
 

@@ -2,14 +2,14 @@
 
 The loopback benchmarks run each row once, on a shared machine whose noise moves them by
 a few per cent; a change to the learning is judged here first. ``tests/_simserver.py``
-models a token bucket (burst B), nginx's GCRA (bare 429s), a fixed window and a sliding
-log, all without rate headers (the hard case: the client learns from bare 429s alone),
-and drives one ``RateLimits()`` client with 32 tasks against each, for R in (25, 100,
-1000) and round trips of L to 2L drawn per request (L = 2, 5, 10 ms), for a few seeds
-each (a seed draws the round trips, and how much of a fixed window's first second has
-gone when the client starts: a real server's windows do not start with its client). Fake
-time is exact and deterministic: a run gives the same figures on any machine, in a
-fraction of its simulated time.
+models a token bucket (burst B), nginx's GCRA (bare 429s), a fixed window, a sliding log
+and a sliding-window counter (Cloudflare's), all without rate headers (the hard case:
+the client learns from bare 429s alone), and drives one ``RateLimits()`` client with 32
+tasks against each, for R in (25, 100, 1000) and round trips of L to 2L drawn per
+request (L = 2, 5, 10 ms), for a few seeds each (a seed draws the round trips, and how
+much of a fixed window's first second has gone when the client starts: a real server's
+windows do not start with its client). Fake time is exact and deterministic: a run gives
+the same figures on any machine, in a fraction of its simulated time.
 
 How to read the table: one row per server, R and latency, over the seeds; ``÷R whole``
 is successes ÷ seconds of the run ÷ R (the slow start included), ``÷R steady`` the same
@@ -53,7 +53,7 @@ from contractsdk._ratelimit import RateLimits
 from tests._simserver import LOAD_PERIOD, CrowdRun, Run, crowd, learn
 
 #: The servers without rate headers, by their name in ``tests/_simserver.py``.
-KINDS = ("token-bucket", "gcra", "fixed-window", "sliding-log")
+KINDS = ("token-bucket", "gcra", "fixed-window", "sliding-log", "sliding-window")
 #: Spreads the seeds' window phases evenly: (seed × GOLDEN) mod 1.
 GOLDEN = (5**0.5 - 1) / 2
 #: The least steady-half rate (÷ R) the worst seed must reach.

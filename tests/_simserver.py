@@ -168,6 +168,36 @@ class SlidingLog(Server):
         return ok, {}
 
 
+class SlidingWindow(Server):
+    """A sliding-window counter (Cloudflare's, Upstash's ``slidingWindow``): bare 429s.
+
+    The trailing window's count is estimated as this window's count plus the last one's,
+    weighted by the share of it the trailing window still covers.
+    """
+
+    def __init__(
+        self, clock: Callable[[], float], rate: float, burst: int, *, window: float = 1.0
+    ) -> None:
+        super().__init__(clock, rate, burst)
+        self.window = window
+        self.start = clock()
+        self.index = 0
+        self.count = 0
+        self.previous = 0
+
+    def decide(self, now: float) -> tuple[bool, dict[str, str]]:
+        position = (now - self.start) / self.window
+        index = math.floor(position)
+        if index != self.index:
+            self.previous = self.count if index == self.index + 1 else 0
+            self.index, self.count = index, 0
+        estimate = self.previous * (1 - (position - index)) + self.count
+        ok = estimate < int(self.rate * self.window)
+        if ok:
+            self.count += 1
+        return ok, {}
+
+
 class Gcra(Server):
     """nginx ``limit_req rate=R burst=B nodelay``: bare 429s."""
 
@@ -193,6 +223,7 @@ SERVERS: dict[str, Callable[[Callable[[], float], float, int], Server]] = {
     "fixed-window": lambda c, r, b: FixedWindow(c, r, b),
     "fixed-window+headers": lambda c, r, b: FixedWindow(c, r, b, headers=True),
     "sliding-log": lambda c, r, b: SlidingLog(c, r, b),
+    "sliding-window": lambda c, r, b: SlidingWindow(c, r, b),
     "gcra": lambda c, r, b: Gcra(c, r, b),
 }
 
