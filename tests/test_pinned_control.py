@@ -16,6 +16,7 @@ from contractsdk._ratelimit._control import (
     FIRST_BETA,
     K_MAX,
     MAX_CUT,
+    MEMORY_W_SHARE,
     PACING,
     PROBE_FLOOR,
     SEND_RATE_CLAMP,
@@ -307,9 +308,9 @@ def test_a_fleet_s_last_second_counts_every_process_s_answers() -> None:
 
     Four processes: this one saw 30 admitted over the last second, so the fleet's
     server admitted 120, and the decrease finds W = 120. Counted for one process (30),
-    the overload looked like a window's memory, and the curve aimed back at 180/s.
+    the overload looked like a window's memory, and the curve aimed back at 144/s.
     """
-    control = attrs.evolve(cubic(w_max=200.0), epoch=2)
+    control = attrs.evolve(cubic(w_max=160.0), epoch=2)
     overload = Observation(
         status=429, scale=4.0, epoch_age=0.6, answered=11, admitted=10, admitted_second=30.0
     )
@@ -364,9 +365,11 @@ def test_a_measure_within_a_second_of_the_slow_start_is_probed_sooner(
     Such a measure may be a sliding log's memory of the slow start (it admits as the
     entries of a second ago leave): 0.55 of the rate in use for a limit of 1,000/s, and
     with the usual K the curve stayed under it until the end of an 8-s row. Later, and
-    from the next epoch on, K is the usual one.
+    from the next epoch on (whose W was measured, and the curve probes past it), K is the
+    usual one.
     """
-    control = Control(rate=1200.0, phase="cubic", w_max=3000.0, k=4.0, epoch=epoch)
+    w_max = 3000.0 if epoch == 1 else 1100.0
+    control = Control(rate=1200.0, phase="cubic", w_max=w_max, k=4.0, epoch=epoch)
     observation = Observation(
         status=429, epoch_age=epoch_age, answered=2000, admitted=round(1000 * epoch_age)
     )
@@ -375,22 +378,53 @@ def test_a_measure_within_a_second_of_the_slow_start_is_probed_sooner(
     assert left.k_base == left.k == pytest.approx(k)
 
 
-@pytest.mark.parametrize(("epoch", "w_max"), [(1, 1156.0), (2, 578.0)])
+@pytest.mark.parametrize(
+    ("epoch", "last_w", "w_max"), [(1, 3080.0, 1156.0), (2, 1100.0, 1156.0), (2, 740.0, 578.0)]
+)
 def test_a_measure_under_half_the_rate_just_out_of_the_slow_start_is_memory(
-    epoch: int, w_max: float
+    epoch: int, last_w: float, w_max: float
 ) -> None:
     """Within a second of the slow start, a measure under MAX_CUT: the curve climbs back.
 
     A sliding log of 1,000/s, 0.26 s after the slow start, admitted 0.45 of the 1,156/s
     in use: it still held the slow start's entries. W held at half the rate (578) sat
     under the limit for 3 s of an 8-s row. As for any window's memory, the rate drops and
-    the curve climbs back to the rate in use. After a later decrease, the floor holds.
+    the curve climbs back to the rate in use. After a later decrease, so it does when the
+    measure is under MEMORY_W_SHARE of the last W; the floor holds when it is not.
     """
-    control = Control(rate=1156.0, phase="cubic", w_max=3080.0, k=4.0, epoch=epoch)
+    control = Control(rate=1156.0, phase="cubic", w_max=last_w, k=4.0, epoch=epoch)
     observation = Observation(status=429, epoch_age=0.26, answered=2000, admitted=135)
     left = decide(control, observation).control
     assert left.w_max == pytest.approx(w_max)
     assert left.rate == pytest.approx(578.0 * BETA)
+
+
+@pytest.mark.parametrize(
+    ("last_w", "epoch_age", "admitted", "w_max"),
+    [(127.0, 0.35, 22, 75.0), (127.0, 1.2, 75, 62.5), (85.0, 0.35, 22, 22 / 0.35)],
+    ids=["young, far under the last W", "a second old", "near the last W"],
+)
+def test_a_young_measure_far_under_the_last_w_is_a_window_s_memory(
+    last_w: float, epoch_age: float, admitted: int, w_max: float
+) -> None:
+    """Past the first climb, a young epoch's measure under MEMORY_W_SHARE of the last W.
+
+    A sliding-window counter weighs the last window's count into this one's. After an
+    overload at 127/s it refused at 75/s, 0.35 s into the next epoch, having admitted
+    63/s; taken for W, that held a client at 0.6 R for the rest of an 8-s row (loopback,
+    100/s). The rate drops as for any decrease, but the curve climbs back to the rate in
+    use. A second into the epoch, or near the last W, the measure is W.
+    """
+    measure = 22 / 0.35  # the young epoch's 63/s
+    assert MEMORY_W_SHARE * 85.0 <= measure < MEMORY_W_SHARE * 127.0
+    control = Control(rate=75.0, phase="cubic", w_max=last_w, k=CUBIC_K, epoch=2)
+    overload = Observation(
+        status=429, epoch_age=epoch_age, answered=admitted + 3, admitted=admitted
+    )
+    left = decide(control, overload).control
+    assert left.w_max == pytest.approx(w_max)
+    assert left.rate == pytest.approx(min(w_max, admitted / epoch_age) * BETA)
+    assert left.epoch == 3
 
 
 def test_a_told_limits_second_strike_within_a_second_probes_at_the_usual_k() -> None:

@@ -54,7 +54,9 @@ What it decides, per bucket:
   slow start have passed (no slow start's burst left in that second), it counts toward W
   in such a young epoch too. Within a second of leaving the slow start, a measure under
   ``MAX_CUT`` of the rate in use is such a memory too: a sliding log still holds the slow
-  start's entries.
+  start's entries. Past that first climb, so is a measure under ``MEMORY_W_SHARE`` of the
+  last W: a sliding-window counter weighs the last window's count into this one's, and
+  refuses a rate well under its limit for up to a window after an overload.
 * **The same overload.** A fresh 429 in an epoch too young to measure (``MIN_EPOCH`` busy
   seconds, ``MIN_ANSWERS`` answers) is the overload the last decrease answered, still
   draining (a fixed window refuses everything until it ends): it does not lower the rate
@@ -200,6 +202,11 @@ MAX_CUT: Final = 0.5
 #: A decrease in an epoch younger than ``LATELY_SPAN`` that measured less than this share
 #: of the rate in use is taken for a window's memory of the last overload, not the limit.
 ECHO_SHARE: Final = 0.4
+#: After the first climb, such a decrease that measured less than this share of the last
+#: W is a window's memory too: a sliding-window counter weighs the last window's count
+#: into this one's, and for up to a window after an overload refuses a rate well under
+#: its limit (at 75/s for a limit of 100, after a W of 127).
+MEMORY_W_SHARE: Final = 0.7
 #: The busy seconds the admitted-rate meter spans at most (two bins of the store's meter).
 LATELY_SPAN: Final = 1.0
 #: A slow start never takes the rate past this multiple of the measured send rate.
@@ -464,6 +471,7 @@ def _decrease(
             measured < rate * ECHO_SHARE
             or remembered > rate
             or (_first_climb(control) and measured < floor)
+            or (_past_first_climb(control) and measured < control.w_max * MEMORY_W_SHARE)
         )
     )
     beta, k = (YOUNG_BETA if young else BETA), CUBIC_K
@@ -545,6 +553,11 @@ def _burst_lately(control: Control, now: float) -> bool:
 def _first_climb(control: Control) -> bool:
     """The curve out of the slow start, before its first decrease (a strike is ``paced``)."""
     return control.phase == "cubic" and control.epoch == 1
+
+
+def _past_first_climb(control: Control) -> bool:
+    """A curve after a decrease that measured W: the last W is the limit, not an upper bound."""
+    return control.phase == "cubic" and control.epoch >= 2
 
 
 def _just_out_of_slow_start(control: Control, observation: Observation) -> bool:
