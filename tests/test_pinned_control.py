@@ -355,10 +355,17 @@ def test_the_climb_out_of_a_slow_start_is_no_floor_for_w_after_a_second(
 
 
 @pytest.mark.parametrize(
-    ("epoch", "epoch_age", "k"), [(1, 0.5, UNSURE_K), (1, 1.2, CUBIC_K), (2, 0.5, CUBIC_K)]
+    ("epoch", "epoch_age", "k", "left_slow"),
+    [
+        (1, 0.5, UNSURE_K, 0.0),
+        (1, 1.2, CUBIC_K, 0.0),
+        (2, 0.5, CUBIC_K, 0.0),
+        (2, 0.2, UNSURE_K, 10.0 - 0.48),
+        (2, 0.5, CUBIC_K, 10.0 - 1.2),
+    ],
 )
 def test_a_measure_within_a_second_of_the_slow_start_is_probed_sooner(
-    epoch: int, epoch_age: float, k: float
+    epoch: int, epoch_age: float, k: float, left_slow: float
 ) -> None:
     """Within a second of leaving the slow start, W comes back, and is probed, in UNSURE_K.
 
@@ -366,10 +373,14 @@ def test_a_measure_within_a_second_of_the_slow_start_is_probed_sooner(
     entries of a second ago leave): 0.55 of the rate in use for a limit of 1,000/s, and
     with the usual K the curve stayed under it until the end of an 8-s row. Later, and
     from the next epoch on (whose W was measured, and the curve probes past it), K is the
-    usual one.
+    usual one; unless that epoch too is within a busy second of the slow start: a
+    sliding-window counter of 1,000/s refused the climb at 0.79 R, then 0.2 s later at
+    0.75 R, and that measure, probed at the usual K, held the rate there.
     """
     w_max = 3000.0 if epoch == 1 else 1100.0
-    control = Control(rate=1200.0, phase="cubic", w_max=w_max, k=4.0, epoch=epoch)
+    control = Control(
+        rate=1200.0, phase="cubic", w_max=w_max, k=4.0, epoch=epoch, left_slow=left_slow
+    )
     observation = Observation(
         status=429, epoch_age=epoch_age, answered=2000, admitted=round(1000 * epoch_age)
     )

@@ -40,11 +40,11 @@ What it decides, per bucket:
   at least ``MAX_CUT`` of the rate in use; a measure under that is more often a window's
   memory or a server without a burst refusing the jitter than the limit, and the curve
   comes back to that W, and probes past it, in ``UNSURE_K`` instead of ``CUBIC_K``, as
-  it does after any measure within a second of leaving the slow start (a sliding log
-  still remembers it then; a measure under ``MAX_CUT`` there is taken for that memory,
-  below). Not a second or more into the climb out of a slow start:
-  that climb aims at the rate that failed, an upper bound only, and may overshoot the
-  limit many times over.
+  it does after any measure within a busy second of leaving the slow start, in the first
+  climb or after it (a sliding log or a sliding-window counter still remembers it then;
+  in the first climb a measure under ``MAX_CUT`` is taken for that memory, below). Not a
+  second or more into the climb out of a slow start: that climb aims at the rate that
+  failed, an upper bound only, and may overshoot the limit many times over.
 * **A window's memory.** An epoch younger than a second that admitted less than
   ``ECHO_SHARE`` of what it sent is a window still remembering the last overload (a
   sliding log admits only as its entries of a second ago expire), and so is a 429 for a
@@ -496,7 +496,7 @@ def _decrease(
         start = _clamp(w_max * beta, ceiling)
         target = max(w_max, rate, last_second)
         return _curve(control, start, target, start / target, k, now)
-    if measured < floor or _just_out_of_slow_start(control, observation):
+    if measured < floor or _just_out_of_slow_start(control, observation, now):
         # W is held at half the rate in use (the epoch admitted less), or was measured
         # within a second of leaving the slow start: either is more often a sliding log's
         # memory of the slow start a second ago (or a server without a burst refusing the
@@ -547,7 +547,12 @@ def _burst_lately(control: Control, now: float) -> bool:
     Before a second decrease (a told limit's strike is a decrease, and its first second the
     told burst's), and within a busy second of leaving the slow start.
     """
-    return control.epoch < 2 or (control.left_slow > 0 and now - control.left_slow < LATELY_SPAN)
+    return control.epoch < 2 or _left_slow_lately(control, now)
+
+
+def _left_slow_lately(control: Control, now: float) -> bool:
+    """Within a busy second of leaving the slow start."""
+    return control.left_slow > 0 and now - control.left_slow < LATELY_SPAN
 
 
 def _first_climb(control: Control) -> bool:
@@ -560,9 +565,17 @@ def _past_first_climb(control: Control) -> bool:
     return control.phase == "cubic" and control.epoch >= 2
 
 
-def _just_out_of_slow_start(control: Control, observation: Observation) -> bool:
-    """Within a second of leaving the slow start (not of a told limit's first strike)."""
-    return _first_climb(control) and observation.epoch_age < LATELY_SPAN
+def _just_out_of_slow_start(control: Control, observation: Observation, now: float) -> bool:
+    """Within a second of leaving the slow start (not of a told limit's first strike).
+
+    In its first climb, or after later decreases within that busy second: a sliding-window
+    counter remembers a slow start's overload for up to two windows, and a climb out of
+    it at 1,000/s was refused at 0.79 R and again 0.2 s later at 0.75 R; the second
+    measure, probed at the usual K, held the rate there (0.74-0.83 R steady over loopback).
+    """
+    return (_first_climb(control) and observation.epoch_age < LATELY_SPAN) or _left_slow_lately(
+        control, now
+    )
 
 
 def _blind_climb(control: Control, rate: float, observation: Observation) -> bool:
