@@ -199,7 +199,9 @@ def _learning_row(
 
 
 def window_phase(seed: int) -> float:
-    """The share of a fixed window's first second gone when a seed's client starts.
+    """The share of a window's first second gone when a seed's client starts.
+
+    For the fixed window and the sliding-window counter, whose windows are aligned.
 
     Spread by the golden ratio, so that a few seeds cover the window evenly. With every
     window starting with the client, the slow start's overload always came 0.68 s into

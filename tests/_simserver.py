@@ -10,6 +10,9 @@ Each server model is exact and deterministic; they differ the way real servers d
   windows are aligned to its own clock, not to the client's start: ``learn(..., phase=)``
   says how much of its first window has gone when the client starts.
 * ``sliding-log``: at most R*W requests in any trailing W seconds.
+* ``sliding-window``: a sliding-window counter (Cloudflare's, Upstash's): this aligned
+  window's count plus the last one's, weighted by the share of it the trailing W seconds
+  still cover, under R*W. Its windows take ``phase`` as the fixed window's do.
 * ``gcra``: nginx's ``limit_req rate=R burst=B nodelay``: bare 429s, no headers at all.
 
 Nothing here shares code with the limiter: the models are the independent side.
@@ -380,8 +383,9 @@ async def learn(
     """One client with ``limits`` against a fresh server of ``kind`` for ~``seconds``.
 
     ``lag``: on a busy event loop (:func:`busy_loop`), its timers this late on average
-    while loaded. ``phase``: a fixed window's share of its first window already gone when
-    the client starts (0: its windows start with the client, as no real server's do).
+    while loaded. ``phase``: a window's share of its first window already gone when the
+    client starts (fixed window and sliding-window counter; 0: its windows start with the
+    client, as no real server's do).
     """
     clock = FakeClock()
     limiter = RateLimiter(
@@ -392,7 +396,7 @@ async def learn(
         random=random.Random(-seed).random,  # its own draws: the round trips' stay as they were
     )
     server = SERVERS[kind](clock, rate, burst)
-    if isinstance(server, FixedWindow):
+    if isinstance(server, (FixedWindow, SlidingWindow)):
         server.start -= phase * server.window
     return await simulate(
         limiter,
