@@ -445,3 +445,18 @@ def test_a_told_limits_second_strike_within_a_second_probes_at_the_usual_k() -> 
     left = decide(struck, observation, ceiling=100.0).control
     assert left.phase == "cubic"
     assert left.k_base == CUBIC_K
+
+
+@pytest.mark.parametrize("jitter", [0.6, 1.0, 1.4])
+def test_an_echo_in_a_young_first_epoch_pauses_no_longer_than_the_floor(jitter: float) -> None:
+    """A 429 with no run timed gets PROBE_FLOOR, however many 429s the epoch counts.
+
+    A sliding-window counter of 1,000/s refused the climb out of the slow start: the young
+    first epoch counted 30 429s into its run, then a probe was admitted (the run ended)
+    and a request granted before it came back a 429. Doubled 30 times and not capped by
+    a run's length (none was timed), its pause was BACKOFF_MAX spread to 2.7 s, and the
+    client stood still long after the counter admitted again (0.67 R over the 8-s run).
+    """
+    exited = Control(rate=854.5, phase="cubic", w_max=2691.9, t_fail=9.95, k=1.0, epoch=1)
+    echo = Observation(status=429, epoch_age=0.05, answered=40, admitted=10, streak=0)
+    assert decide(exited, echo, jitter=jitter).pause == pytest.approx(PROBE_FLOOR * jitter)

@@ -825,13 +825,15 @@ def _backoff(rate: float | None, streak: int, jitter: float, refused_for: float)
 
     And no longer than ``REFUSAL_SHARE`` of the time the run of 429s has lasted (or
     ``PROBE_FLOOR``): a pause is a probe for the end of a refusal, and past that end it is
-    time lost.
+    time lost. A 429 with no run timed (``refused_for`` 0: an echo of a run a success
+    ended) gets the floor, not doubling alone: a young first epoch counts its earlier 429s
+    into ``streak``, and an echo among them paused a sliding-window counter of 1,000/s for
+    2.7 s, long after it had started admitting again (0.67 R over the run).
     """
     interval = 1 / rate if rate else 0.1
     doubled = interval * 2.0 ** min(max(streak, 1) - 1, 30)
     longest = max(BACKOFF_MAX, interval)
-    if refused_for > 0:
-        longest = min(longest, max(interval, PROBE_FLOOR, REFUSAL_SHARE * refused_for))
+    longest = min(longest, max(interval, PROBE_FLOOR, REFUSAL_SHARE * refused_for))
     return min(doubled, longest) * jitter
 
 
