@@ -12,6 +12,7 @@ import pytest
 from contractsdk._headers import RateLimitHints
 from contractsdk._ratelimit._control import (
     BETA,
+    COUNTER_MEMORY,
     CUBIC_K,
     FIRST_BETA,
     K_MAX,
@@ -460,3 +461,36 @@ def test_an_echo_in_a_young_first_epoch_pauses_no_longer_than_the_floor(jitter: 
     exited = Control(rate=854.5, phase="cubic", w_max=2691.9, t_fail=9.95, k=1.0, epoch=1)
     echo = Observation(status=429, epoch_age=0.05, answered=40, admitted=10, streak=0)
     assert decide(exited, echo, jitter=jitter).pause == pytest.approx(PROBE_FLOOR * jitter)
+
+
+@pytest.mark.parametrize(
+    ("left_slow_ago", "admitted", "k"),
+    [(1.05, 17, UNSURE_K), (COUNTER_MEMORY + 0.5, 17, CUBIC_K), (1.05, 24, CUBIC_K)],
+    ids=["far under, 1 s after the slow start", "2.5 s after", "near the rate in use"],
+)
+def test_a_measure_far_under_the_rate_two_seconds_from_the_slow_start_is_probed_sooner(
+    left_slow_ago: float, admitted: int, k: float
+) -> None:
+    """Within COUNTER_MEMORY of the slow start, a measure under MEMORY_W_SHARE: UNSURE_K.
+
+    A sliding-window counter of 25/s remembers the slow start's overload for two windows:
+    1.03 s after it, it refused 27/s having admitted 17/s. W is that measure (it may be
+    the limit), but taken at CUBIC_K the curve sat under 0.9 R for the rest of an 8-s run.
+    Later, or near the rate in use, a measure is probed at the usual K.
+    """
+    assert admitted < MEMORY_W_SHARE * 27.0 or k == CUBIC_K
+    now = 10.0
+    control = Control(
+        rate=27.0,
+        phase="cubic",
+        w_max=27.0,
+        t_fail=now - 1.0,
+        k=CUBIC_K,
+        stamp=now - 1.0,
+        epoch=2,
+        left_slow=now - left_slow_ago,
+    )
+    refused = Observation(status=429, epoch_age=1.0, answered=admitted + 2, admitted=admitted)
+    left = decide(control, refused, now=now).control
+    assert left.w_max == pytest.approx(admitted)
+    assert left.k == pytest.approx(k)

@@ -42,7 +42,9 @@ What it decides, per bucket:
   comes back to that W, and probes past it, in ``UNSURE_K`` instead of ``CUBIC_K``, as
   it does after any measure within a busy second of leaving the slow start, in the first
   climb or after it (a sliding log or a sliding-window counter still remembers it then;
-  in the first climb a measure under ``MAX_CUT`` is taken for that memory, below). Not a
+  in the first climb a measure under ``MAX_CUT`` is taken for that memory, below), and
+  after a measure under ``MEMORY_W_SHARE`` of the rate in use within ``COUNTER_MEMORY``
+  busy seconds of it (a counter remembers for two windows). Not a
   second or more into the climb out of a slow start: that climb aims at the rate that
   failed, an upper bound only, and may overshoot the limit many times over.
 * **A window's memory.** An epoch younger than a second that admitted less than
@@ -163,7 +165,8 @@ SAME_BETA: Final = 0.95
 #: limit found again and again is probed (and overrun) less and less often.
 CUBIC_K: Final = 2.0
 #: K after a decrease whose measure fell under ``MAX_CUT`` of the rate in use (W held there),
-#: or that measured within a second of leaving the slow start.
+#: or that measured within a second of leaving the slow start (within ``COUNTER_MEMORY``,
+#: under ``MEMORY_W_SHARE`` of the rate in use).
 UNSURE_K: Final = 1.0
 K_MAX: Final = 8.0
 SAME_W: Final = 0.05
@@ -207,6 +210,10 @@ ECHO_SHARE: Final = 0.4
 #: into this one's, and for up to a window after an overload refuses a rate well under
 #: its limit (at 75/s for a limit of 100, after a W of 127).
 MEMORY_W_SHARE: Final = 0.7
+#: The busy seconds after leaving the slow start in which a decrease measuring under
+#: MEMORY_W_SHARE of the rate in use takes UNSURE_K: a sliding-window counter's memory of
+#: the slow start lasts up to two windows.
+COUNTER_MEMORY: Final = 2.0
 #: The busy seconds the admitted-rate meter spans at most (two bins of the store's meter).
 LATELY_SPAN: Final = 1.0
 #: A slow start never takes the rate past this multiple of the measured send rate.
@@ -496,13 +503,17 @@ def _decrease(
         start = _clamp(w_max * beta, ceiling)
         target = max(w_max, rate, last_second)
         return _curve(control, start, target, start / target, k, now)
-    if measured < floor or _just_out_of_slow_start(control, observation, now):
+    if (
+        measured < floor
+        or _just_out_of_slow_start(control, observation, now)
+        or _counter_memory(control, rate, measured, now)
+    ):
         # W is held at half the rate in use (the epoch admitted less), or was measured
-        # within a second of leaving the slow start: either is more often a sliding log's
-        # memory of the slow start a second ago (or a server without a burst refusing the
-        # jitter) than the limit. The curve returns to W, and probes past it, twice as
-        # fast: levelled off at half a sliding log's limit of 1,000/s, or at 0.52 of the
-        # rate in use, it took the rest of an 8-s run to climb back.
+        # within a second of leaving the slow start (or far under the rate within two):
+        # each is more often a window's memory of the slow start (or a server without a
+        # burst refusing the jitter) than the limit. The curve returns to W, and probes
+        # past it, twice as fast: levelled off at half a sliding log's limit of 1,000/s,
+        # or at 0.52 of the rate in use, it took the rest of an 8-s run to climb back.
         k = min(k, UNSURE_K)
     return _curve(control, _clamp(w_max * beta, ceiling), w_max, beta, k, now)
 
@@ -575,6 +586,21 @@ def _just_out_of_slow_start(control: Control, observation: Observation, now: flo
     """
     return (_first_climb(control) and observation.epoch_age < LATELY_SPAN) or _left_slow_lately(
         control, now
+    )
+
+
+def _counter_memory(control: Control, rate: float, measured: float, now: float) -> bool:
+    """Within COUNTER_MEMORY busy seconds of the slow start, a measure far under the rate.
+
+    A sliding-window counter weighs the last window's count into this one's, so it
+    remembers a slow start's overload for up to two windows. At 25/s it refused 27/s a
+    second after the slow start, having admitted 17/s over that second: W taken from it
+    at the usual K held the rate under 0.9 R for the rest of an 8-s run.
+    """
+    return (
+        control.left_slow > 0
+        and now - control.left_slow < COUNTER_MEMORY
+        and measured < rate * MEMORY_W_SHARE
     )
 
 
