@@ -494,3 +494,30 @@ def test_a_measure_far_under_the_rate_two_seconds_from_the_slow_start_is_probed_
     left = decide(control, refused, now=now).control
     assert left.w_max == pytest.approx(admitted)
     assert left.k == pytest.approx(k)
+
+
+@pytest.mark.parametrize(
+    ("epoch", "streak", "pause"),
+    [(1, 2, PROBE_FLOOR), (1, 1, 1 / 97.9), (2, 2, 2 / 97.9)],
+    ids=["second 429 just out of the slow start", "the first", "past the first climb"],
+)
+def test_a_second_429_just_out_of_the_slow_start_pauses_at_least_the_floor(
+    epoch: int, streak: int, pause: float
+) -> None:
+    """Young in the first climb, a second 429 pauses PROBE_FLOOR, not two intervals.
+
+    A fixed window of 100/s spent its quota on the slow start 0.43 s before its end and
+    refused everything until then. Doubling from one interval (10 ms) met it six times
+    over that run, five in its first 0.1 s. Its first 429, and a run after the first
+    climb (a probe's, a limit found), double from one interval as before.
+    """
+    control = Control(rate=97.9, phase="cubic", w_max=331.4, t_fail=9.99, k=1.0, epoch=epoch)
+    refused = Observation(
+        status=429,
+        fresh=False,
+        epoch_age=0.05,
+        answered=streak,
+        streak=streak,
+        refused_for=0.01 * (streak - 1),
+    )
+    assert decide(control, refused).pause == pytest.approx(pause)

@@ -474,13 +474,16 @@ def test_just_out_of_the_slow_start_every_429_of_the_young_epoch_doubles_the_pau
     """A server that remembers the slow start's overload refuses every other request.
 
     No two 429s come in a row then, but each of the epoch's four doubles the pause: eight
-    intervals. An epoch later, or once old enough to measure, 429s in a row count again.
+    intervals (at least PROBE_FLOOR from the second on). An epoch later, or once old
+    enough to measure, 429s in a row count again.
     """
-    exited = attrs.evolve(cubic(w_max=300.0), rate=94.0, epoch=1, t_fail=9.9)
-    young = Observation(status=429, fresh=True, streak=1, answered=6, admitted=2, epoch_age=0.1)
-    assert decide(exited, young).pause == pytest.approx(8 / 94.0)
+    exited = attrs.evolve(cubic(w_max=120.0), rate=40.0, epoch=1, t_fail=9.9)
+    young = Observation(
+        status=429, fresh=True, streak=1, answered=6, admitted=2, epoch_age=0.1, refused_for=0.5
+    )
+    assert decide(exited, young).pause == pytest.approx(8 / 40.0)
     later = attrs.evolve(exited, epoch=2)
-    assert decide(later, young).pause == pytest.approx(1 / 94.0)
+    assert decide(later, young).pause == pytest.approx(1 / 40.0)
     measuring = attrs.evolve(young, epoch_age=0.3, answered=30, admitted=26)
     decreased = decide(exited, measuring)
     assert decreased.control.epoch == 2

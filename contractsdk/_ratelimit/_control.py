@@ -94,7 +94,9 @@ What it decides, per bucket:
   whole seconds); a 429 that says the counter is empty pauses until its reset; a bare
   429 pauses for one interval of the (lowered) rate, doubled for each 429 in a row (each
   for a request granted after the one before was answered; just out of the slow start,
-  for each 429 of the epoch while it is too young to measure), up to ``BACKOFF_MAX`` and
+  for each 429 of the epoch while it is too young to measure, and from the second of
+  those, at least ``PROBE_FLOOR``: the server still remembers the slow start's overload,
+  a fixed window until it ends), up to ``BACKOFF_MAX`` and
   to ``REFUSAL_SHARE`` of how long the run of 429s has lasted (at least ``PROBE_FLOOR``:
   a probe for the end of a refusal, not a wait past it), and spread by ``jitter`` (the
   limiter draws it from [0.5, 1.5): processes that share a key but not their state,
@@ -945,9 +947,12 @@ def step(
         # clients refused together do not all come back together.
         run = _refusals(control, observation)
         backoff = _backoff(rate, run, jitter, observation.refused_for)
-        if strike_goes_on:
+        if strike_goes_on or (run >= 2 and _first_climb(control) and _young(observation)):
             # At a told limit, a refusal that outlasts its first 429 is a window's: probe
-            # for its end every PROBE_FLOOR, not every interval (five 429s in 0.19 s).
+            # for its end every PROBE_FLOOR, not every interval (five 429s in 0.19 s). So
+            # is a second 429 just out of the slow start: the server still remembers its
+            # overload (a fixed window of 100/s spent its quota 0.43 s before its end,
+            # and doubling from an interval met it six times, five in the first 0.1 s).
             backoff = max(backoff, PROBE_FLOOR * jitter)
         pause = min(backoff, max_pause) if throttled else 0.0
     if strike_goes_on:
