@@ -841,12 +841,13 @@ async def test_garbage_in_redis_is_ignored(
         await client.aclose()
 
 
-def test_a_state_an_older_version_wrote_is_read_with_the_newer_fields_defaults() -> None:
-    """A fleet upgraded one process at a time goes on sharing what it learnt.
+def test_a_state_another_version_wrote_is_read_with_the_fields_this_one_knows() -> None:
+    """A fleet upgraded one process at a time goes on sharing what it learnt, both ways.
 
     ``left_slow`` came later: a state without it is read with its default, 0.0 (no slow
-    start left); a field this version does not know, or a ``left_slow`` out of range, is
-    another writer's state and is not adopted.
+    start left). A field this version does not know (a newer version's) is left out, and
+    the rest is read; a ``left_slow`` out of range, or a known field missing, is not
+    adopted.
     """
     control = Control(rate=80.0, phase="cubic", w_max=90.0, t_fail=3.0, k=2.0, epoch=2)
     older = {key: value for key, value in attrs.asdict(control).items() if key != "left_slow"}
@@ -854,7 +855,12 @@ def test_a_state_an_older_version_wrote_is_read_with_the_newer_fields_defaults()
     assert _decode(_encode(attrs.evolve(control, left_slow=1.5))) == attrs.evolve(
         control, left_slow=1.5
     )
-    assert _decode(json.dumps({**older, "unknown": 1})) is None
+    assert _decode(json.dumps({**older, "newer": [1, {"x": 2}], "left_slow": 1.5})) == (
+        attrs.evolve(control, left_slow=1.5)
+    )
+    assert (
+        _decode(json.dumps({key: value for key, value in older.items() if key != "w_max"})) is None
+    )
     assert _decode(json.dumps({**older, "left_slow": 1e300})) is None
     assert _decode(json.dumps({**older, "left_slow": True})) is None
 

@@ -264,8 +264,9 @@ return {replaced, ver, ctl, tostring(math.min(math.max(0, pause - now), tonumber
 """
 
 _CONTROL_FIELDS: Final = {field.name for field in attrs.fields(Control)}
-#: Fields a state written by an older contractsdk lacks, read with their defaults: a fleet
-#: upgraded one process at a time goes on sharing what it learnt.
+#: Fields a state written by an older contractsdk lacks, read with their defaults; and a
+#: newer one's fields this version does not know are left out: a fleet upgraded one
+#: process at a time goes on sharing what it learnt, both ways.
 _NEWER_FIELDS: Final = {"left_slow"}
 
 
@@ -279,9 +280,9 @@ def _decode(text: Any) -> Control | None:
         data = json.loads(text)
         if not isinstance(data, dict):
             return None
-        if not _CONTROL_FIELDS - _NEWER_FIELDS <= set(data) <= _CONTROL_FIELDS:
+        if not (_CONTROL_FIELDS - _NEWER_FIELDS).issubset(data):
             return None
-        control = Control(**data)
+        control = Control(**{name: data[name] for name in _CONTROL_FIELDS & set(data)})
     except (TypeError, ValueError, RecursionError):
         return None
     # JSON gives the types attrs does not check: a hostile value is refused, not trusted.
