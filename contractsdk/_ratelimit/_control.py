@@ -853,10 +853,11 @@ def _backoff(rate: float | None, streak: int, jitter: float, refused_for: float)
 
     And no longer than ``REFUSAL_SHARE`` of the time the run of 429s has lasted (or
     ``PROBE_FLOOR``): a pause is a probe for the end of a refusal, and past that end it is
-    time lost. A 429 with no run timed (``refused_for`` 0: an echo of a run a success
-    ended) gets the floor, not doubling alone: a young first epoch counts its earlier 429s
-    into ``streak``, and an echo among them paused a sliding-window counter of 1,000/s for
-    2.7 s, long after it had started admitting again (0.67 R over the run).
+    time lost. With no run timed (``refused_for`` 0: the first 429 of a run, or an echo of
+    one a success ended) that is ``PROBE_FLOOR`` too, not doubling alone: a young first
+    epoch counts all its 429s into ``streak``, and an echo among them paused a client of a
+    sliding-window counter of 1,000/s for 2.7 s, long after the counter admitted again
+    (0.67 R over the run).
     """
     interval = 1 / rate if rate else 0.1
     doubled = interval * 2.0 ** min(max(streak, 1) - 1, 30)
