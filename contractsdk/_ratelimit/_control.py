@@ -563,9 +563,14 @@ def _burst_lately(control: Control, now: float) -> bool:
     return control.epoch < 2 or _left_slow_lately(control, now)
 
 
-def _left_slow_lately(control: Control, now: float) -> bool:
-    """Within a busy second of leaving the slow start."""
-    return control.left_slow > 0 and now - control.left_slow < LATELY_SPAN
+def _left_slow_lately(control: Control, now: float, span: float = LATELY_SPAN) -> bool:
+    """Within ``span`` busy seconds (by default one) of leaving the slow start."""
+    return control.left_slow > 0 and now - control.left_slow < span
+
+
+def _young_first_epoch(control: Control, observation: Observation) -> bool:
+    """Just out of the slow start: the first climb, its epoch too young to measure."""
+    return _first_climb(control) and _young(observation)
 
 
 def _first_climb(control: Control) -> bool:
@@ -599,11 +604,7 @@ def _counter_memory(control: Control, rate: float, measured: float, now: float) 
     second after the slow start, having admitted 17/s over that second: W taken from it
     at the usual K held the rate under 0.9 R for the rest of an 8-s run.
     """
-    return (
-        control.left_slow > 0
-        and now - control.left_slow < COUNTER_MEMORY
-        and measured < rate * MEMORY_W_SHARE
-    )
+    return _left_slow_lately(control, now, COUNTER_MEMORY) and measured < rate * MEMORY_W_SHARE
 
 
 def _blind_climb(control: Control, rate: float, observation: Observation) -> bool:
@@ -843,7 +844,7 @@ def _refusals(control: Control, observation: Observation) -> int:
     the epoch's requests through to a 429 (a sliding log of 100/s refused 8 of the run's
     12 there).
     """
-    if _first_climb(control) and _young(observation):
+    if _young_first_epoch(control, observation):
         return max(observation.streak, observation.answered - observation.admitted)
     return observation.streak
 
@@ -941,21 +942,23 @@ def step(
         # A limit the server named is not probed past: past it lies a window's 429s.
         control = attrs.evolve(control, rate=named)
         rate = named
-    if pause is None:
+    if pause is None and throttled:
         # A bare 429: pause one interval of the (lowered) rate, so the requests queued
         # behind it do not all meet the same empty server bucket; twice as long for each
         # 429 in a row (a window that refuses everything until it ends); spread, so that
         # clients refused together do not all come back together.
         run = _refusals(control, observation)
         backoff = _backoff(rate, run, jitter, observation.refused_for)
-        if strike_goes_on or (run >= 2 and _first_climb(control) and _young(observation)):
+        if strike_goes_on or (run >= 2 and _young_first_epoch(control, observation)):
             # At a told limit, a refusal that outlasts its first 429 is a window's: probe
             # for its end every PROBE_FLOOR, not every interval (five 429s in 0.19 s). So
             # is a second 429 just out of the slow start: the server still remembers its
             # overload (a fixed window of 100/s spent its quota 0.43 s before its end,
             # and doubling from an interval met it six times, five in the first 0.1 s).
             backoff = max(backoff, PROBE_FLOOR * jitter)
-        pause = min(backoff, max_pause) if throttled else 0.0
+        pause = min(backoff, max_pause)
+    elif pause is None:
+        pause = 0.0  # not a 429, and the server named no pause
     if strike_goes_on:
         # The strike lasts until the probe after its last 429: a window refusing again
         # after a success within STRIKE_WINDOW of it holds less than it was told.
